@@ -1,0 +1,98 @@
+"""How search results are scored and ordered. Pure functions over numpy arrays.
+
+Scores by mode (the ``score`` of each returned ``SearchItem``):
+
+``vector``
+    Plain cosine similarity of the query embedding and the item's best
+    embedded field, in [-1, 1] — exactly what LangGraph's stores return, so
+    code that thresholds on it keeps working.
+``keyword``
+    BM25 (SQLite FTS5 / PostgreSQL full text) divided by the best BM25 among
+    the matches of this query, in (0, 1]; the best keyword match scores 1.
+``hybrid`` (default when an embedder is configured)
+    ``w * v + (1 - w) * k`` in [0, 1], where ``v`` is the cosine min-max
+    normalised over the items searched (the namespace scope, before filters:
+    the closest item gets 1, the farthest 0) and ``k`` the keyword score above
+    (0 for items without a keyword match). ``w`` is ``vector_weight``, 0.5 by
+    default. Because both parts are relative to the query, hybrid scores rank
+    results; they are not calibrated probabilities — threshold on ``vector``
+    mode's cosine when you need an absolute cut-off.
+
+Ties are broken by item id (insertion order), so pagination is stable. Items
+that were stored with ``index=False`` (or have no text in the indexed fields)
+follow all scored items, with ``score=None``, most recently updated first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["DEFAULT_VECTOR_WEIGHT", "fuse", "top_order"]
+
+DEFAULT_VECTOR_WEIGHT = 0.5
+
+
+def fuse(
+    mode: str,
+    vec_ids: np.ndarray | None,
+    vec_sims: np.ndarray | None,
+    kw_ids: np.ndarray | None,
+    kw_raw: np.ndarray | None,
+    vector_weight: float = DEFAULT_VECTOR_WEIGHT,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Combine vector similarities and keyword scores into one score per item.
+
+    ``kw_raw`` are relevance values where larger is better (for FTS5, pass
+    ``-bm25()``). Returns ``(ids, scores)`` unsorted; ids are unique.
+
+    Example:
+        >>> ids, s = fuse("hybrid", np.array([1, 2]), np.array([0.9, 0.1]),
+        ...               np.array([2]), np.array([3.0]))
+        >>> dict(zip(ids.tolist(), s.round(2).tolist()))
+        {1: 0.5, 2: 0.5}
+    """
+    empty_i = np.empty(0, dtype=np.int64)
+    empty_f = np.empty(0, dtype=np.float64)
+    vi = empty_i if vec_ids is None else np.asarray(vec_ids, dtype=np.int64)
+    vs = empty_f if vec_sims is None else np.asarray(vec_sims, dtype=np.float64)
+    ki = empty_i if kw_ids is None else np.asarray(kw_ids, dtype=np.int64)
+    kr = empty_f if kw_raw is None else np.asarray(kw_raw, dtype=np.float64)
+    if mode == "vector":
+        return vi, vs
+    k = _keyword_scores(kr)
+    if mode == "keyword" or len(vi) == 0:
+        return ki, k
+    lo, hi = float(vs.min()), float(vs.max())
+    v = (vs - lo) / (hi - lo) if hi > lo else np.ones_like(vs)
+    ids = np.union1d(vi, ki)
+    scores = np.zeros(len(ids), dtype=np.float64)
+    scores[np.searchsorted(ids, vi)] += vector_weight * v
+    scores[np.searchsorted(ids, ki)] += (1.0 - vector_weight) * k
+    return ids, scores
+
+
+def _keyword_scores(raw: np.ndarray) -> np.ndarray:
+    if len(raw) == 0:
+        return raw
+    best = float(raw.max())
+    if best <= 0:
+        return np.ones_like(raw)
+    return np.clip(raw / best, 0.0, 1.0)
+
+
+def top_order(ids: np.ndarray, scores: np.ndarray, n: int) -> np.ndarray:
+    """Positions of the best ``n`` items by (score desc, id asc), in that order.
+
+    Ties at the cut are all kept before sorting, so page boundaries never
+    depend on how a partition split equal scores.
+    """
+    total = len(ids)
+    if n <= 0 or total == 0:
+        return np.empty(0, dtype=np.int64)
+    if n < total:
+        kth = np.partition(scores, total - n)[total - n]
+        cand = np.nonzero(scores >= kth)[0]
+    else:
+        cand = np.arange(total)
+    order = cand[np.lexsort((ids[cand], -scores[cand]))]
+    return order[:n]

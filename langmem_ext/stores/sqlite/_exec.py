@@ -1,0 +1,325 @@
+"""Executes store operations on one SQLite connection (caller holds the lock
+and the transaction). Shared by the sync and async faces of SQLiteStore."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from langgraph.store.base import GetOp, Item, ListNamespacesOp, SearchItem
+
+from .._filters import normalize_filter
+from .._hybrid import fuse, top_order
+from .._ops import HybridSearchOp, PreparedPut, decode_namespace, encode_namespace, parse_ts
+from .._vector_index import VectorIndex
+from ._sql import compile_filter, scope_clause
+
+_COLS = "i.id, i.prefix, i.key, i.value, i.created_at, i.updated_at, i.ttl_minutes"
+# Keyword matches considered per hybrid query; every item is still scored by
+# its vector, so this only bounds the keyword half of the fusion.
+HYBRID_KEYWORD_CANDIDATES = 1000
+
+_STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each
+    few for from further had has have having he her here hers herself him himself his how
+    i if in into is it its itself just me more most my myself no nor not of off on once
+    only or other our ours ourselves out over own same she should so some such than that
+    the their theirs them themselves then there these they this those through to too under
+    until up very was we were what when where which while who whom why will with would you
+    your yours yourself yourselves""".split()
+)
+
+
+def fts_query(text: str) -> str | None:
+    """Free text → an FTS5 query: its words (stop words dropped), OR-ed, each
+    quoted so FTS5 syntax in user text is never interpreted."""
+    words = [w for w in re.findall(r"\w+", text.lower()) if w not in _STOPWORDS]
+    if not words:
+        words = re.findall(r"\w+", text.lower())
+    words = list(dict.fromkeys(words))
+    return " OR ".join(f'"{w}"' for w in words) if words else None
+
+
+def live_clause(now: float | None) -> tuple[str, list[Any]]:
+    if now is None:
+        return "1", []
+    return "(i.expires_at IS NULL OR i.expires_at > ?)", [now]
+
+
+def to_item(row: Sequence[Any], score: float | None = None, search: bool = False) -> Item:
+    _, prefix, key, value, created, updated, _ = row
+    args = dict(
+        namespace=decode_namespace(prefix),
+        key=key,
+        value=json.loads(value),
+        created_at=parse_ts(created),
+        updated_at=parse_ts(updated),
+    )
+    return SearchItem(**args, score=score) if search else Item(**args)
+
+
+def get(conn: sqlite3.Connection, op: GetOp, now: float | None) -> tuple[Item | None, list[int]]:
+    live, lp = live_clause(now)
+    row = conn.execute(
+        f"SELECT {_COLS} FROM items i WHERE i.prefix = ? AND i.key = ? AND {live}",
+        [encode_namespace(op.namespace), op.key, *lp],
+    ).fetchone()
+    if row is None:
+        return None, []
+    return to_item(row), ([row[0]] if op.refresh_ttl and row[6] is not None else [])
+
+
+def list_namespaces(
+    conn: sqlite3.Connection, op: ListNamespacesOp, now: float | None
+) -> list[tuple[str, ...]]:
+    live, lp = live_clause(now)
+    rows = conn.execute(f"SELECT DISTINCT i.prefix FROM items i WHERE {live}", lp).fetchall()
+    namespaces = [decode_namespace(r[0]) for r in rows]
+    for cond in op.match_conditions or ():
+        namespaces = [ns for ns in namespaces if _matches(cond.match_type, cond.path, ns)]
+    if op.max_depth is not None:
+        namespaces = list({ns[: op.max_depth] for ns in namespaces})
+    namespaces.sort()
+    return namespaces[op.offset : op.offset + op.limit]
+
+
+def _matches(kind: str, path: tuple[str, ...], ns: tuple[str, ...]) -> bool:
+    if len(ns) < len(path):
+        return False
+    pairs = zip(ns, path) if kind == "prefix" else zip(reversed(ns), reversed(path))
+    if kind not in ("prefix", "suffix"):
+        raise ValueError(f"unsupported match type {kind!r}; use 'prefix' or 'suffix'")
+    return all(p == "*" or n == p for n, p in pairs)
+
+
+def search(
+    conn: sqlite3.Connection,
+    op: HybridSearchOp,
+    mode: str,
+    qvec: np.ndarray | None,
+    vindex: VectorIndex | None,
+    vector_weight: float,
+    now: float | None,
+) -> tuple[list[SearchItem], list[int]]:
+    """One search op. ``mode`` is already resolved; ``qvec`` is set for the
+    modes that use vectors. Returns the page and the ids whose TTL to refresh."""
+    prefix = encode_namespace(op.namespace_prefix)
+    scope, sp = scope_clause(prefix)
+    fsql, fp = compile_filter(normalize_filter(op.filter))
+    live, lp = live_clause(now)
+    need = op.offset + op.limit
+    if need == 0:
+        return [], []
+    ftsq = fts_query(op.query) if op.query and mode in ("keyword", "hybrid") else None
+    if not op.query:
+        rows = conn.execute(
+            f"SELECT {_COLS} FROM items i WHERE {scope} AND {live} AND {fsql} "
+            "ORDER BY i.updated_at DESC, i.id DESC LIMIT ? OFFSET ?",
+            [*sp, *lp, *fp, op.limit, op.offset],
+        ).fetchall()
+        return _page(rows, [None] * len(rows), op)
+
+    vec_ids = vec_sims = kw_ids = kw_raw = None
+    if mode in ("vector", "hybrid") and qvec is not None and vindex is not None:
+        vec_ids, vec_sims = vindex.search(prefix, qvec)
+    if ftsq is not None:
+        limit = -1 if mode == "keyword" else max(HYBRID_KEYWORD_CANDIDATES, 2 * need)
+        kw = conn.execute(
+            "SELECT f.rowid, -bm25(items_fts) FROM items_fts f JOIN items i ON i.id = f.rowid "
+            f"WHERE items_fts MATCH ? AND {scope} ORDER BY bm25(items_fts) LIMIT ?",
+            [ftsq, *sp, limit],
+        ).fetchall()
+        if kw:
+            kw_ids = np.fromiter((r[0] for r in kw), dtype=np.int64, count=len(kw))
+            kw_raw = np.fromiter((r[1] for r in kw), dtype=np.float64, count=len(kw))
+    ids, scores = fuse(mode, vec_ids, vec_sims, kw_ids, kw_raw, vector_weight)
+
+    # Walk the ranking best-first, letting SQL drop rows that are filtered out,
+    # expired or gone, until the page is full: deep offsets stay exact.
+    rows: list[Sequence[Any]] = []
+    row_scores: list[float | None] = []
+    taken = 0
+    want = min(len(ids), max(4 * need, 64))
+    while taken < len(ids) and len(rows) < need:
+        order = top_order(ids, scores, want)[taken:]
+        taken += len(order)
+        chunk_ids = ids[order]
+        found = {
+            r[0]: r
+            for r in conn.execute(
+                f"SELECT {_COLS} FROM items i WHERE i.id IN (SELECT value FROM json_each(?)) "
+                f"AND {live} AND {fsql}",
+                [json.dumps(chunk_ids.tolist()), *lp, *fp],
+            )
+        }
+        for pos, item_id in zip(order, chunk_ids.tolist(), strict=True):
+            if item_id in found:
+                rows.append(found[item_id])
+                row_scores.append(float(scores[pos]))
+        want = min(len(ids), want * 4)
+    if len(rows) < need:
+        # Items no ranking covers (stored with index=False, or nothing matched
+        # the words) follow the ranked ones, newest first.
+        tail_conds, tail_params = [], []
+        if mode in ("vector", "hybrid"):
+            tail_conds.append("NOT EXISTS (SELECT 1 FROM vectors v WHERE v.item_id = i.id)")
+        if ftsq is not None and mode == "keyword":
+            tail_conds.append("i.id NOT IN (SELECT rowid FROM items_fts WHERE items_fts MATCH ?)")
+            tail_params.append(ftsq)
+        tail_sql = " AND ".join(tail_conds) or "1"
+        tail = conn.execute(
+            f"SELECT {_COLS} FROM items i WHERE {scope} AND {live} AND {fsql} AND {tail_sql} "
+            "ORDER BY i.updated_at DESC, i.id DESC LIMIT ?",
+            [*sp, *lp, *fp, *tail_params, need - len(rows)],
+        ).fetchall()
+        rows.extend(tail)
+        row_scores.extend([None] * len(tail))
+    return _page(rows[op.offset : need], row_scores[op.offset : need], op)
+
+
+def _page(
+    rows: list[Sequence[Any]], scores: list[float | None], op: HybridSearchOp
+) -> tuple[list[SearchItem], list[int]]:
+    items = [to_item(r, s, search=True) for r, s in zip(rows, scores, strict=True)]
+    refresh = [r[0] for r in rows if op.refresh_ttl and r[6] is not None]
+    return items, refresh  # type: ignore[return-value]
+
+
+def refresh_ttl(conn: sqlite3.Connection, ids: list[int], now: float) -> None:
+    conn.execute(
+        "UPDATE items SET expires_at = ? + ttl_minutes * 60.0 "
+        "WHERE id IN (SELECT value FROM json_each(?)) AND ttl_minutes IS NOT NULL",
+        [now, json.dumps(ids)],
+    )
+
+
+def generation(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
+
+
+def bump_generation(conn: sqlite3.Connection) -> int:
+    conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
+    return generation(conn)
+
+
+def load_vectors(conn: sqlite3.Connection, vindex: VectorIndex) -> None:
+    """Rebuild the vector cache from the database (in the caller's transaction)."""
+    vindex.clear()
+    dims = vindex.dims
+    rows = conn.execute(
+        "SELECT i.prefix, v.item_id, v.embedding FROM vectors v JOIN items i ON i.id = v.item_id "
+        "ORDER BY v.item_id"
+    ).fetchall()
+    current: tuple[str, int] | None = None
+    blobs: list[bytes] = []
+    for prefix, item_id, blob in rows:
+        if current is not None and current[1] != item_id:
+            vindex.put(current[0], current[1], _unpack(blobs, dims))
+            blobs = []
+        current = (prefix, item_id)
+        blobs.append(blob)
+    if current is not None:
+        vindex.put(current[0], current[1], _unpack(blobs, dims))
+    vindex.generation = generation(conn)
+
+
+def _unpack(blobs: list[bytes], dims: int) -> np.ndarray:
+    return np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dims)
+
+
+def apply_puts(
+    conn: sqlite3.Connection,
+    puts: list[PreparedPut],
+    vectors: dict[int, np.ndarray],
+    now_iso: str,
+    now: float,
+) -> tuple[dict[int, tuple[str, np.ndarray]], list[int]]:
+    """Write a batch of puts. ``vectors[i]`` holds the vectors of ``puts[i]``.
+
+    Returns the vectors to cache per item id and the ids deleted or unindexed.
+    """
+    keys = [[encode_namespace(p.namespace), p.key] for p in puts]
+    existing = {
+        (r[1], r[2]): r[0]
+        for r in conn.execute(
+            "SELECT i.id, i.prefix, i.key FROM items i JOIN json_each(?) j "
+            "ON i.prefix = json_extract(j.value, '$[0]') AND i.key = json_extract(j.value, '$[1]')",
+            [json.dumps(keys)],
+        )
+    }
+    seq_row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'items'").fetchone()
+    next_id = (seq_row[0] if seq_row else 0) + 1
+    deleted: list[int] = []
+    unindexed: list[int] = []
+    updates, inserts, vec_rows, fts_rows = [], [], [], []
+    cache: dict[int, tuple[str, np.ndarray]] = {}
+    for i, (p, (prefix, key)) in enumerate(zip(puts, keys, strict=True)):
+        old = existing.get((prefix, key))
+        if p.value_json is None:
+            if old is not None:
+                deleted.append(old)
+            continue
+        expires = now + p.ttl * 60.0 if p.ttl is not None else None
+        if old is None:
+            item_id, next_id = next_id, next_id + 1
+            inserts.append((item_id, prefix, key, p.value_json, now_iso, now_iso, expires, p.ttl))
+        else:
+            item_id = old
+            updates.append((p.value_json, now_iso, expires, p.ttl, item_id))
+        vecs = vectors.get(i)
+        if vecs is not None and len(vecs):
+            for (label, _), row in zip(p.fields, vecs, strict=True):
+                vec_rows.append((item_id, label, row.astype("<f4").tobytes()))
+            cache[item_id] = (prefix, vecs)
+        elif old is not None:
+            unindexed.append(old)
+        if p.keyword_text:
+            fts_rows.append((item_id, p.keyword_text))
+    # A re-put replaces every index entry of the item: no stale vector or words.
+    stale = [(x,) for x in deleted] + [(u[-1],) for u in updates]
+    if stale:
+        conn.executemany("DELETE FROM vectors WHERE item_id = ?", stale)
+        conn.executemany("DELETE FROM items_fts WHERE rowid = ?", stale)
+    if deleted:
+        conn.executemany("DELETE FROM items WHERE id = ?", [(x,) for x in deleted])
+    if updates:
+        # created_at is deliberately not touched: it survives updates.
+        conn.executemany(
+            "UPDATE items SET value = ?, updated_at = ?, expires_at = ?, ttl_minutes = ? "
+            "WHERE id = ?",
+            updates,
+        )
+    if inserts:
+        conn.executemany(
+            "INSERT INTO items (id, prefix, key, value, created_at, updated_at, expires_at, "
+            "ttl_minutes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            inserts,
+        )
+    if vec_rows:
+        conn.executemany(
+            "INSERT INTO vectors (item_id, field, embedding) VALUES (?, ?, ?)", vec_rows
+        )
+    if fts_rows:
+        conn.executemany("INSERT INTO items_fts (rowid, text) VALUES (?, ?)", fts_rows)
+    return cache, deleted + unindexed
+
+
+def sweep_expired(conn: sqlite3.Connection, now: float) -> list[int]:
+    """Delete expired items with their index entries; returns their ids."""
+    ids = [
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?", [now]
+        )
+    ]
+    if ids:
+        rows = [(x,) for x in ids]
+        conn.executemany("DELETE FROM vectors WHERE item_id = ?", rows)
+        conn.executemany("DELETE FROM items_fts WHERE rowid = ?", rows)
+        conn.executemany("DELETE FROM items WHERE id = ?", rows)
+    return ids

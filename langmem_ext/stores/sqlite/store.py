@@ -1,0 +1,590 @@
+"""SQLiteStore: the embedded default LangGraph ``BaseStore`` (one SQLite file)."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    ListNamespacesOp,
+    Op,
+    Result,
+    SearchItem,
+    TTLConfig,
+)
+from langgraph.store.base import _ensure_refresh as ensure_refresh
+from langgraph.store.base import _validate_namespace_labels as validate_labels
+
+from ...errors import ConfigurationError, StoreError
+from .._filters import normalize_filter
+from .._ops import (
+    SEARCH_MODES,
+    HybridSearchOp,
+    PreparedPut,
+    SearchMode,
+    iso_now,
+    prepare_ops,
+    prepare_put,
+)
+from .._vector_index import VectorIndex
+from ..embeddings import IndexInput, resolve_index
+from . import _exec
+from ._sql import sql_json_equal
+from .schema import migrate
+
+__all__ = ["SQLiteStore"]
+
+logger = logging.getLogger(__name__)
+
+
+class SQLiteStore(BaseStore):
+    """LangGraph store in one SQLite file, with hybrid (vector + keyword) search.
+
+    Sync (``get``, ``put``, ``search``, ``batch``…) and async (``aget``, ``aput``,
+    ``asearch``, ``abatch``…) share one implementation. Safe for several threads
+    and several processes on one file (WAL mode, one transaction per batch).
+    Vector search is exact (numpy over an in-memory cache of the vectors), so it
+    needs no SQLite extension.
+
+    Args:
+        path: database file, or ``":memory:"``. Parent directories must exist.
+        index: LangGraph-style index config: ``{"dims", "embed", "fields"}``;
+            ``embed`` may be ``"local"`` (offline default), a LangChain
+            ``Embeddings``, a function, or ``"provider:model"``. Extra keys:
+            ``vector_weight`` (hybrid fusion weight, 0.5) and ``cache`` (cache
+            embeddings in the file, True). Without ``embed``, search is keyword-only.
+        ttl: LangGraph ``TTLConfig`` (``default_ttl`` and ``sweep_interval_minutes``
+            in minutes, ``refresh_on_read``); expired items are never returned.
+        search_mode: default ranking for queries: ``"hybrid"`` (default with an
+            embedder), ``"vector"`` (plain cosine, like LangGraph) or ``"keyword"``.
+        synchronous: SQLite ``synchronous`` pragma. ``"NORMAL"`` (default) never
+            loses a committed transaction when the process crashes; ``"FULL"``
+            also survives power loss, at one fsync per commit.
+        timeout: seconds to wait for another process's write lock.
+
+    Example:
+        >>> from langmem_ext import SQLiteStore
+        >>> with SQLiteStore(":memory:") as store:
+        ...     store.put(("user", "u1"), "m1", {"content": "prefers dark mode"})
+        ...     [r.key for r in store.search(("user",), query="dark mode")]
+        ['m1']
+    """
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = ":memory:",
+        *,
+        index: IndexInput | None = None,
+        ttl: TTLConfig | None = None,
+        search_mode: SearchMode | None = None,
+        synchronous: str = "NORMAL",
+        timeout: float = 30.0,
+    ) -> None:
+        self.path = os.fspath(path)
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self.index_config = dict(index) if index is not None else None
+        self._index = resolve_index(index, backend=_CacheBackend(self))
+        self.embeddings = self._index.embeddings if self._index else None
+        self._vectors = VectorIndex(self._index.dims) if self.embeddings else None  # type: ignore[arg-type]
+        if search_mode is not None and search_mode not in SEARCH_MODES:
+            raise ConfigurationError(
+                f"unknown search_mode {search_mode!r}; use one of {', '.join(SEARCH_MODES)}"
+            )
+        if search_mode in ("vector", "hybrid") and self.embeddings is None:
+            raise ConfigurationError(
+                f"search_mode={search_mode!r} needs an embedder: pass index={{'embed': 'local'}} "
+                "or another embedder, or use search_mode='keyword'"
+            )
+        self.search_mode: SearchMode = search_mode or ("hybrid" if self.embeddings else "keyword")
+        self.ttl_config = ttl
+        self.synchronous = synchronous.upper()
+        if self.synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            raise ConfigurationError(
+                f"synchronous must be OFF, NORMAL, FULL or EXTRA, got {synchronous!r}"
+            )
+        self.timeout = timeout
+        self._sweeper: threading.Thread | None = None
+        self._sweep_stop = threading.Event()
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, conn_string: str, **kwargs: Any) -> Iterator[SQLiteStore]:
+        """Open a store on a file path (LangGraph's constructor shape).
+
+        Example:
+            >>> with SQLiteStore.from_conn_string(":memory:") as store:
+            ...     store.put(("a",), "k", {"v": 1})
+        """
+        store = cls(conn_string, **kwargs)
+        try:
+            store.setup()
+            yield store
+        finally:
+            store.close()
+
+    def setup(self) -> None:
+        """Create or migrate the schema. Idempotent; called on first use anyway.
+
+        Raises:
+            StoreError: the file is not a SQLite database, is corrupt, or cannot
+                be written (read-only file or directory).
+        """
+        with self._lock:
+            self._connect()
+
+    async def asetup(self) -> None:
+        """Async :meth:`setup`."""
+        await asyncio.to_thread(self.setup)
+
+    def close(self) -> None:
+        """Stop the TTL sweeper and close the connection. The store can be reopened
+        by using it again."""
+        self.stop_ttl_sweeper()
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            if self._vectors is not None:
+                self._vectors.clear()
+
+    async def aclose(self) -> None:
+        """Async :meth:`close`."""
+        await asyncio.to_thread(self.close)
+
+    def __enter__(self) -> SQLiteStore:
+        self.setup()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> SQLiteStore:
+        await self.asetup()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is not None:
+            return self._conn
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot open SQLite database {self.path!r}: {e}") from e
+        try:
+            conn.create_function("lmx_json_eq", 3, sql_json_equal, deterministic=True)
+            if self.path != ":memory:":
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            migrate(conn)
+            self._check_meta(conn)
+        except sqlite3.Error as e:
+            conn.close()
+            raise _translate(e, self.path) from e
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        return conn
+
+    def _check_meta(self, conn: sqlite3.Connection) -> None:
+        if self._index is None or self._index.dims is None:
+            return
+        row = conn.execute("SELECT value FROM meta WHERE key = 'dims'").fetchone()
+        stored = conn.execute("SELECT length(embedding) FROM vectors LIMIT 1").fetchone()
+        if stored is not None and stored[0] != 4 * self._index.dims:
+            raise ConfigurationError(
+                f"{self.path!r} holds {stored[0] // 4}-dimensional vectors but index['dims'] "
+                f"is {self._index.dims}; open it with the embedder it was built with"
+            )
+        if row is None:
+            conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('dims', ?)", [self._index.dims]
+            )
+
+    @contextmanager
+    def _txn(self, immediate: bool) -> Iterator[sqlite3.Connection]:
+        conn = self._connect()
+        try:
+            conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        except sqlite3.Error as e:
+            raise _translate(e, self.path) from e
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException as e:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if isinstance(e, sqlite3.Error):
+                raise _translate(e, self.path) from e
+            raise
+
+    # -- batch -------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run operations in order of LangGraph's stores: reads, then writes (one
+        transaction; the last put to a key wins)."""
+        plan = self._plan(ops)
+        doc_vecs = self.embeddings.embed_documents(plan.doc_texts) if plan.doc_texts else []
+        query_vecs = {q: self.embeddings.embed_query(q) for q in plan.queries}  # type: ignore[union-attr]
+        return self._run(plan, doc_vecs, query_vecs)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Async :meth:`batch`: embeddings use the embedder's async methods; the
+        SQLite work runs in a worker thread so the event loop never blocks on disk."""
+        plan = self._plan(ops)
+        emb = self.embeddings
+        doc_vecs = await emb.aembed_documents(plan.doc_texts) if plan.doc_texts else []  # type: ignore[union-attr]
+        qs = list(plan.queries)
+        vecs = await asyncio.gather(*(emb.aembed_query(q) for q in qs)) if qs else []  # type: ignore[union-attr]
+        return await asyncio.to_thread(self._run, plan, doc_vecs, dict(zip(qs, vecs, strict=True)))
+
+    def _plan(self, ops: Iterable[Op]) -> _Plan:
+        # Everything that can reject input happens here, before any embedding
+        # call or write, so a failed batch changes nothing.
+        all_ops, reads, puts = prepare_ops(ops)
+        embeds = self.embeddings is not None
+        fields = self._index.fields if self._index else None
+        prepared = [prepare_put(op, fields, embeds) for op in puts.values()]
+        modes: dict[int, str] = {}
+        queries: dict[str, None] = {}
+        for i, op in reads:
+            if isinstance(op, HybridSearchOp):
+                normalize_filter(op.filter)
+                mode = op.mode or self.search_mode
+                if mode == "vector" and not embeds:
+                    raise ConfigurationError(
+                        "mode='vector' needs an embedder; configure index={'embed': ...} "
+                        "or use mode='keyword'"
+                    )
+                if mode == "hybrid" and not embeds:
+                    mode = "keyword"
+                modes[i] = mode
+                if op.query and mode in ("vector", "hybrid"):
+                    queries[op.query] = None
+        doc_texts = [t for p in prepared for _, t in p.fields]
+        return _Plan(len(all_ops), reads, prepared, modes, list(queries), doc_texts)
+
+    def _run(
+        self, plan: _Plan, doc_vecs: Sequence[Sequence[float]], query_vecs: dict[str, Any]
+    ) -> list[Result]:
+        results: list[Result] = [None] * plan.n
+        omit = self.ttl_config is None or self.ttl_config.get("omit_expired", True)
+        qarrays = {q: np.asarray(v, dtype=np.float32) for q, v in query_vecs.items()}
+        vectors: dict[int, np.ndarray] = {}
+        pos = 0
+        for i, p in enumerate(plan.puts):
+            if p.fields:
+                vectors[i] = np.asarray(doc_vecs[pos : pos + len(p.fields)], dtype=np.float32)
+                pos += len(p.fields)
+        with self._lock:
+            now = time.time()
+            live_now = now if omit else None
+            refresh: list[int] = []
+            if plan.reads:
+                with self._txn(immediate=False) as conn:
+                    for i, op in plan.reads:
+                        results[i], ids = self._read(conn, op, plan.modes.get(i), qarrays, live_now)
+                        refresh.extend(ids)
+                if refresh:
+                    with self._txn(immediate=True) as conn:
+                        _exec.refresh_ttl(conn, refresh, now)
+            if plan.puts:
+                self._write(plan.puts, vectors)
+        return results
+
+    def _read(
+        self,
+        conn: sqlite3.Connection,
+        op: Op,
+        mode: str | None,
+        qarrays: dict[str, np.ndarray],
+        now: float | None,
+    ) -> tuple[Result, list[int]]:
+        if isinstance(op, GetOp):
+            return _exec.get(conn, op, now)
+        if isinstance(op, ListNamespacesOp):
+            return _exec.list_namespaces(conn, op, now), []
+        assert isinstance(op, HybridSearchOp) and mode is not None
+        qvec = qarrays.get(op.query) if op.query else None
+        if qvec is not None:
+            self._sync_vectors(conn)
+        weight = self._index.vector_weight if self._index else 0.5
+        return _exec.search(conn, op, mode, qvec, self._vectors, weight, now)
+
+    def _sync_vectors(self, conn: sqlite3.Connection) -> None:
+        vix = self._vectors
+        if vix is not None and vix.generation != _exec.generation(conn):
+            _exec.load_vectors(conn, vix)
+
+    def _write(self, puts: list[PreparedPut], vectors: dict[int, np.ndarray]) -> None:
+        with self._txn(immediate=True) as conn:
+            before = _exec.generation(conn)
+            cache, dropped = _exec.apply_puts(conn, puts, vectors, iso_now(), time.time())
+            after = _exec.bump_generation(conn)
+        self._apply_to_cache(before, after, cache, dropped)
+
+    def _apply_to_cache(
+        self,
+        before: int,
+        after: int,
+        cache: dict[int, tuple[str, np.ndarray]],
+        dropped: list[int],
+    ) -> None:
+        vix = self._vectors
+        if vix is None or vix.generation != before:
+            return  # not loaded yet, or another process wrote meanwhile: reload on next search
+        for item_id in dropped:
+            vix.remove(item_id)
+        for item_id, (prefix, vecs) in cache.items():
+            vix.put(prefix, item_id, vecs)
+        vix.generation = after
+
+    # -- search with a mode ------------------------------------------------------
+
+    def search(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+        mode: SearchMode | None = None,
+    ) -> list[SearchItem]:
+        """Search items under a namespace prefix, ranked by ``query`` if given.
+
+        Args:
+            namespace_prefix: e.g. ``("user", "u-123")``; ``()`` searches everything.
+            query: natural-language query; without it, items come newest first.
+            filter: conditions on the value (see :mod:`langmem_ext.stores._filters`):
+                ``{"category": "preference", "importance": {"$gte": 3}}``.
+            limit, offset: the page.
+            refresh_ttl: refresh the TTL of returned items (default: store setting).
+            mode: ``"hybrid"``, ``"vector"`` or ``"keyword"``; default: the store's
+                ``search_mode``. See :mod:`langmem_ext.stores._hybrid` for scores.
+
+        Example:
+            >>> store = SQLiteStore()
+            >>> store.put(("docs",), "1", {"text": "the cat sat"})
+            >>> store.search(("docs",), query="cat", mode="keyword")[0].score
+            1.0
+        """
+        validate_labels(namespace_prefix)
+        op = HybridSearchOp(
+            namespace_prefix,
+            filter,
+            limit,
+            offset,
+            query,
+            ensure_refresh(self.ttl_config, refresh_ttl),
+            mode,
+        )
+        return self.batch([op])[0]  # type: ignore[list-item, return-value]
+
+    async def asearch(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+        mode: SearchMode | None = None,
+    ) -> list[SearchItem]:
+        """Async :meth:`search`."""
+        validate_labels(namespace_prefix)
+        op = HybridSearchOp(
+            namespace_prefix,
+            filter,
+            limit,
+            offset,
+            query,
+            ensure_refresh(self.ttl_config, refresh_ttl),
+            mode,
+        )
+        return (await self.abatch([op]))[0]  # type: ignore[list-item, return-value]
+
+    # -- TTL ---------------------------------------------------------------------
+
+    def sweep_ttl(self) -> int:
+        """Delete expired items now; returns how many were deleted.
+
+        Example:
+            >>> SQLiteStore().sweep_ttl()
+            0
+        """
+        with self._lock, self._txn(immediate=True) as conn:
+            before = _exec.generation(conn)
+            ids = _exec.sweep_expired(conn, time.time())
+            after = _exec.bump_generation(conn) if ids else before
+        if ids:
+            self._apply_to_cache(before, after, {}, ids)
+        return len(ids)
+
+    async def asweep_ttl(self) -> int:
+        """Async :meth:`sweep_ttl`."""
+        return await asyncio.to_thread(self.sweep_ttl)
+
+    def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> concurrent.futures.Future[None]:
+        """Sweep expired items periodically on a daemon thread (never keeps the
+        process alive). Returns a future that completes when the sweeper stops.
+
+        The interval defaults to ``ttl["sweep_interval_minutes"]``, else 5 minutes.
+        """
+        interval = sweep_interval_minutes
+        if interval is None and self.ttl_config:
+            interval = self.ttl_config.get("sweep_interval_minutes")
+        interval = 5.0 if interval is None else float(interval)
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        if self._sweeper is not None and self._sweeper.is_alive():
+            done.set_result(None)
+            return done
+        self._sweep_stop.clear()
+
+        def loop() -> None:
+            try:
+                while not self._sweep_stop.wait(interval * 60.0):
+                    try:
+                        n = self.sweep_ttl()
+                        if n:
+                            logger.info("TTL sweeper deleted %d expired items", n)
+                    except Exception:
+                        logger.exception("TTL sweep failed; retrying at the next interval")
+            finally:
+                done.set_result(None)
+
+        self._sweeper = threading.Thread(target=loop, name="langmem-ext-ttl", daemon=True)
+        self._sweeper.start()
+        return done
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread; returns True if it stopped within ``timeout``."""
+        if self._sweeper is None:
+            return True
+        self._sweep_stop.set()
+        self._sweeper.join(timeout)
+        stopped = not self._sweeper.is_alive()
+        if stopped:
+            self._sweeper = None
+        return stopped
+
+    # -- embedding cache backend -------------------------------------------------
+
+    def _cache_get(self, keys: Sequence[tuple[str, str, bytes]]) -> dict:
+        import json
+
+        with self._lock:
+            conn = self._connect()
+            rows = conn.execute(
+                "SELECT c.model, c.kind, c.hash, c.embedding FROM embedding_cache c "
+                "JOIN json_each(?) j ON c.model = json_extract(j.value, '$[0]') "
+                "AND c.kind = json_extract(j.value, '$[1]') "
+                "AND c.hash = json_extract(j.value, '$[2]')",
+                [json.dumps([[m, k, h.hex()] for m, k, h in keys])],
+            ).fetchall()
+        return {
+            (m, k, bytes.fromhex(h)): np.frombuffer(e, dtype="<f4").tolist() for m, k, h, e in rows
+        }
+
+    def _cache_put(self, entries: dict[tuple[str, str, bytes], list[float]]) -> None:
+        rows = [
+            (m, k, h.hex(), np.asarray(v, dtype="<f4").tobytes())
+            for (m, k, h), v in entries.items()
+        ]
+        with self._lock, self._txn(immediate=True) as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO embedding_cache (model, kind, hash, embedding) "
+                "VALUES (?, ?, ?, ?)",
+                rows,
+            )
+
+
+class _Plan:
+    __slots__ = ("doc_texts", "modes", "n", "puts", "queries", "reads")
+
+    def __init__(
+        self,
+        n: int,
+        reads: list[tuple[int, Op]],
+        puts: list[PreparedPut],
+        modes: dict[int, str],
+        queries: list[str],
+        doc_texts: list[str],
+    ) -> None:
+        self.n, self.reads, self.puts = n, reads, puts
+        self.modes, self.queries, self.doc_texts = modes, queries, doc_texts
+
+
+class _CacheBackend:
+    """Persistent embedding cache inside the store's own file."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
+
+    def get_many(self, keys: Sequence[tuple[str, str, bytes]]) -> dict:
+        return self._store._cache_get(keys)
+
+    def put_many(self, entries: dict[tuple[str, str, bytes], list[float]]) -> None:
+        self._store._cache_put(entries)
+
+
+def _translate(e: sqlite3.Error, path: str) -> Exception:
+    msg = str(e)
+    if isinstance(e, sqlite3.DatabaseError) and (
+        "not a database" in msg or "malformed" in msg or "corrupt" in msg
+    ):
+        return StoreError(
+            f"{path!r} is not a usable SQLite database ({msg}); restore it from a backup "
+            "or point the store at a new file",
+            path=path,
+        )
+    if "readonly" in msg or "read-only" in msg:
+        return StoreError(
+            f"cannot write to {path!r} ({msg}); the file or its directory is read-only. "
+            "Fix the permissions or use a writable path",
+            path=path,
+        )
+    if "locked" in msg or "busy" in msg:
+        err = StoreError(
+            f"{path!r} stayed locked by another connection ({msg}); retry, or raise "
+            "SQLiteStore(timeout=...)",
+            path=path,
+        )
+        return err
+    if "unable to open" in msg:
+        return StoreError(
+            f"cannot open {path!r} ({msg}); check that its directory exists and is writable",
+            path=path,
+        )
+    return StoreError(f"SQLite error on {path!r}: {msg}", path=path)
+
+
+# Pin public names on the class the docs show.
+SQLiteStore.__module__ = "langmem_ext"

@@ -1,0 +1,86 @@
+"""Store contract: TTL, bad input, embedder errors."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import pytest
+
+from langmem_ext.errors import EmbeddingDimensionError
+from tests.embeddings import WordEmbeddings
+
+
+async def test_fractional_ttl_expires(make_api):
+    api = make_api(ttl={"refresh_on_read": True})
+    api.need("ttl")
+    await api.put(("t",), "short", {"v": 1}, ttl=0.005)  # 0.3 s
+    await api.put(("t",), "long", {"v": 2}, ttl=10)
+    await api.put(("t",), "forever", {"v": 3})
+    assert (await api.get(("t",), "short")) is not None
+    await asyncio.sleep(0.45)
+    assert await api.get(("t",), "short") is None
+    assert sorted(r.key for r in await api.search(("t",))) == ["forever", "long"]
+    assert await api.list_namespaces() == [("t",)]
+    assert api.store.sweep_ttl() == 1
+
+
+async def test_refresh_ttl_on_read(make_api):
+    api = make_api(ttl={"refresh_on_read": True})
+    api.need("ttl")
+    await api.put(("t",), "k", {"v": 1}, ttl=0.01)  # 0.6 s
+    for _ in range(4):
+        await asyncio.sleep(0.25)
+        assert await api.get(("t",), "k") is not None  # each read pushes expiry
+    await asyncio.sleep(0.25)
+    assert await api.get(("t",), "k", refresh_ttl=False) is not None
+    await asyncio.sleep(0.5)
+    assert await api.get(("t",), "k", refresh_ttl=False) is None
+
+
+async def test_default_ttl_and_sweeper_thread(make_api):
+    api = make_api(ttl={"default_ttl": 0.002, "sweep_interval_minutes": 0.003})
+    api.need("ttl")
+    await api.put(("t",), "k", {"v": 1})
+    done = api.store.start_ttl_sweeper()
+    try:
+        for _ in range(50):
+            await asyncio.sleep(0.1)
+            if not api.store.search(("t",), refresh_ttl=False) and api.store.sweep_ttl() == 0:
+                break
+        assert api.store.search(("t",)) == []
+    finally:
+        assert api.store.stop_ttl_sweeper(timeout=5)
+    assert done.done()
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["a string", ["a", "list"], {"x": {1, 2}}, {"x": object()}, {"x": math.nan}, {1: "int key"}],
+    ids=["str", "list", "set", "object", "nan", "int-key"],
+)
+async def test_bad_values_rejected_nothing_changes(make_api, value):
+    api = make_api()
+    api.need("validates_input")
+    await api.put(("a",), "k", {"v": 1})
+    with pytest.raises((ValueError, TypeError)) as e:
+        await api.put(("a",), "k", value)
+    assert "k" in str(e.value)
+    assert (await api.get(("a",), "k")).value == {"v": 1}
+
+
+async def test_wrong_dimension_embedder_rejected_nothing_changes(make_api):
+    api = make_api(index={"dims": 32, "embed": WordEmbeddings(48), "fields": ["text"]})
+    api.need("validates_input")
+    with pytest.raises(EmbeddingDimensionError, match="48"):
+        await api.put(("a",), "k", {"text": "hello"})
+    assert await api.get(("a",), "k") is None
+    assert await api.list_namespaces() == []
+
+
+async def test_bad_ttl_rejected(make_api):
+    api = make_api(ttl={})
+    api.need("ttl")
+    with pytest.raises(ValueError, match="ttl"):
+        await api.put(("a",), "k", {"v": 1}, ttl=-1)
+    assert await api.get(("a",), "k") is None
