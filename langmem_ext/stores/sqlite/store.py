@@ -580,7 +580,9 @@ def _translate(e: sqlite3.Error, path: str) -> Exception:
         return err
     if "unable to open" in msg:
         return StoreError(
-            f"cannot open {path!r} ({msg}); check that its directory exists and is writable",
+            f"cannot open {path!r} ({msg}): the file or its directory is missing or "
+            "read-only; SQLite must be able to write the file and create its '-wal' and "
+            "'-shm' files beside it",
             path=path,
         )
     return StoreError(f"SQLite error on {path!r}: {msg}", path=path)

@@ -1,0 +1,3 @@
+from .surfaces.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Where users meet the package: the CLI (and later tools, MCP, metrics)."""
