@@ -13,8 +13,9 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
+import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from ...errors import EmbeddingDimensionError
@@ -27,9 +28,9 @@ CacheKey = tuple[str, str, bytes]
 class CacheBackend(Protocol):
     """Persistent storage for cached vectors."""
 
-    def get_many(self, keys: Sequence[CacheKey]) -> dict[CacheKey, list[float]]: ...
+    def get_many(self, keys: Sequence[CacheKey]) -> dict[CacheKey, np.ndarray]: ...
 
-    def put_many(self, entries: dict[CacheKey, list[float]]) -> None: ...
+    def put_many(self, entries: dict[CacheKey, np.ndarray]) -> None: ...
 
 
 class CachedEmbeddings(Embeddings):
@@ -69,7 +70,7 @@ class CachedEmbeddings(Embeddings):
         self.dims = dims
         self.backend = backend if model_id is not None else None
         self.memory_size = memory_size
-        self._lru: OrderedDict[CacheKey, list[float]] = OrderedDict()
+        self._lru: OrderedDict[CacheKey, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
         self.calls = 0
         self.hits = 0
@@ -77,24 +78,34 @@ class CachedEmbeddings(Embeddings):
     def _key(self, kind: str, text: str) -> CacheKey:
         return (self.model_id, kind, hashlib.sha256(text.encode("utf-8")).digest())
 
-    def _check(self, vectors: list[list[float]], n: int) -> list[list[float]]:
-        if len(vectors) != n:
+    def _check(self, vectors: Sequence[Sequence[float]] | np.ndarray, n: int) -> np.ndarray:
+        if n == 0 and len(vectors) == 0:
+            return np.empty((0, self.dims), dtype=np.float32)
+        try:
+            arr = np.asarray(vectors, dtype=np.float32)
+        except (ValueError, TypeError) as e:
             raise EmbeddingDimensionError(
-                f"the embedder returned {len(vectors)} vectors for {n} texts"
+                f"the embedder returned something that is not a list of equal-length "
+                f"float vectors ({e})"
+            ) from e
+        if arr.ndim != 2 or arr.shape[0] != n:
+            raise EmbeddingDimensionError(
+                f"the embedder returned {len(vectors)} vectors for {n} texts "
+                "(or vectors of different lengths)"
             )
-        for v in vectors:
-            if len(v) != self.dims:
-                raise EmbeddingDimensionError(
-                    f"the embedder returned {len(v)}-dimensional vectors but index['dims'] "
-                    f"is {self.dims}; set index['dims']={len(v)} or use the embedder "
-                    "the store was created with",
-                    expected=self.dims,
-                    got=len(v),
-                )
-        return [list(map(float, v)) for v in vectors]
+        if arr.shape[1] != self.dims:
+            got = arr.shape[1]
+            raise EmbeddingDimensionError(
+                f"the embedder returned {got}-dimensional vectors but index['dims'] is "
+                f"{self.dims}; set index['dims']={got} or use the embedder the store was "
+                "created with",
+                expected=self.dims,
+                got=got,
+            )
+        return arr
 
-    def _lookup(self, keys: list[CacheKey]) -> dict[CacheKey, list[float]]:
-        found: dict[CacheKey, list[float]] = {}
+    def _lookup(self, keys: list[CacheKey]) -> dict[CacheKey, np.ndarray]:
+        found: dict[CacheKey, np.ndarray] = {}
         missing: list[CacheKey] = []
         with self._lock:
             for k in keys:
@@ -108,7 +119,7 @@ class CachedEmbeddings(Embeddings):
             found.update(self.backend.get_many(missing))
         return found
 
-    def _remember(self, entries: dict[CacheKey, list[float]], persist: bool) -> None:
+    def _remember(self, entries: dict[CacheKey, np.ndarray], persist: bool) -> None:
         with self._lock:
             for k, v in entries.items():
                 self._lru[k] = v
@@ -118,7 +129,7 @@ class CachedEmbeddings(Embeddings):
         if persist and entries and self.backend is not None:
             self.backend.put_many(entries)
 
-    def _plan(self, kind: str, texts: list[str]) -> tuple[list[CacheKey], dict, list[str]]:
+    def _plan(self, kind: str, texts: list[str]) -> _Pending:
         keys = [self._key(kind, t) for t in texts]
         found = self._lookup(list(dict.fromkeys(keys)))
         todo: dict[CacheKey, str] = {}
@@ -126,32 +137,59 @@ class CachedEmbeddings(Embeddings):
             if k not in found:
                 todo.setdefault(k, t)
         self.hits += len(texts) - len(todo)
-        return keys, found, list(todo.items())
+        return _Pending(keys, found, list(todo), list(todo.values()))
 
-    def _finish(self, keys, found, todo, vectors) -> list[list[float]]:
-        new = dict(zip([k for k, _ in todo], self._check(vectors, len(todo)), strict=True))
-        self.calls += len(todo)
-        self._remember(found, persist=False)
+    def _finish(self, p: _Pending, vectors: Sequence[Sequence[float]]) -> np.ndarray:
+        new = dict(zip(p.todo_keys, self._check(vectors, len(p.todo_keys)), strict=True))
+        self.calls += len(new)
+        self._remember(p.found, persist=False)
         self._remember(new, persist=True)
-        found.update(new)
-        return [found[k] for k in keys]
+        p.found.update(new)
+        if not p.keys:
+            return np.empty((0, self.dims), dtype=np.float32)
+        return np.stack([p.found[k] for k in p.keys])
+
+    # Array methods: what the stores use (no float lists on the hot path).
+
+    def embed_documents_array(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed documents; returns an ``(n, dims)`` float32 array."""
+        p = self._plan("doc", list(texts))
+        return self._finish(p, self.inner.embed_documents(p.todo_texts) if p.todo_texts else [])
+
+    def embed_query_array(self, text: str) -> np.ndarray:
+        """Embed a query; returns a ``(dims,)`` float32 array."""
+        p = self._plan("query", [text])
+        return self._finish(p, [self.inner.embed_query(t) for t in p.todo_texts])[0]
+
+    async def aembed_documents_array(self, texts: Sequence[str]) -> np.ndarray:
+        """Async :meth:`embed_documents_array` (uses the embedder's async method)."""
+        p = await asyncio.to_thread(self._plan, "doc", list(texts))
+        vectors = await self.inner.aembed_documents(p.todo_texts) if p.todo_texts else []
+        return await asyncio.to_thread(self._finish, p, vectors)
+
+    async def aembed_query_array(self, text: str) -> np.ndarray:
+        """Async :meth:`embed_query_array`."""
+        p = await asyncio.to_thread(self._plan, "query", [text])
+        vectors = [await self.inner.aembed_query(t) for t in p.todo_texts]
+        return (await asyncio.to_thread(self._finish, p, vectors))[0]
+
+    # LangChain's Embeddings interface.
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        keys, found, todo = self._plan("doc", list(texts))
-        vectors = self.inner.embed_documents([t for _, t in todo]) if todo else []
-        return self._finish(keys, found, todo, vectors)
+        return self.embed_documents_array(texts).tolist()
 
     def embed_query(self, text: str) -> list[float]:
-        keys, found, todo = self._plan("query", [text])
-        vectors = [self.inner.embed_query(todo[0][1])] if todo else []
-        return self._finish(keys, found, todo, vectors)[0]
+        return self.embed_query_array(text).tolist()
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
-        keys, found, todo = await asyncio.to_thread(self._plan, "doc", list(texts))
-        vectors = await self.inner.aembed_documents([t for _, t in todo]) if todo else []
-        return await asyncio.to_thread(self._finish, keys, found, todo, vectors)
+        return (await self.aembed_documents_array(texts)).tolist()
 
     async def aembed_query(self, text: str) -> list[float]:
-        keys, found, todo = await asyncio.to_thread(self._plan, "query", [text])
-        vectors = [await self.inner.aembed_query(todo[0][1])] if todo else []
-        return (await asyncio.to_thread(self._finish, keys, found, todo, vectors))[0]
+        return (await self.aembed_query_array(text)).tolist()
+
+
+class _Pending(NamedTuple):
+    keys: list[CacheKey]
+    found: dict[CacheKey, np.ndarray]
+    todo_keys: list[CacheKey]
+    todo_texts: list[str]

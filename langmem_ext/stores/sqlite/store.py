@@ -245,8 +245,9 @@ class SQLiteStore(BaseStore):
         """Run operations in order of LangGraph's stores: reads, then writes (one
         transaction; the last put to a key wins)."""
         plan = self._plan(ops)
-        doc_vecs = self.embeddings.embed_documents(plan.doc_texts) if plan.doc_texts else []
-        query_vecs = {q: self.embeddings.embed_query(q) for q in plan.queries}  # type: ignore[union-attr]
+        emb = self.embeddings
+        doc_vecs = emb.embed_documents_array(plan.doc_texts) if plan.doc_texts else None  # type: ignore[union-attr]
+        query_vecs = {q: emb.embed_query_array(q) for q in plan.queries}  # type: ignore[union-attr]
         return self._run(plan, doc_vecs, query_vecs)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -254,9 +255,9 @@ class SQLiteStore(BaseStore):
         SQLite work runs in a worker thread so the event loop never blocks on disk."""
         plan = self._plan(ops)
         emb = self.embeddings
-        doc_vecs = await emb.aembed_documents(plan.doc_texts) if plan.doc_texts else []  # type: ignore[union-attr]
+        doc_vecs = await emb.aembed_documents_array(plan.doc_texts) if plan.doc_texts else None  # type: ignore[union-attr]
         qs = list(plan.queries)
-        vecs = await asyncio.gather(*(emb.aembed_query(q) for q in qs)) if qs else []  # type: ignore[union-attr]
+        vecs = await asyncio.gather(*(emb.aembed_query_array(q) for q in qs)) if qs else []  # type: ignore[union-attr]
         return await asyncio.to_thread(self._run, plan, doc_vecs, dict(zip(qs, vecs, strict=True)))
 
     def _plan(self, ops: Iterable[Op]) -> _Plan:
@@ -286,16 +287,15 @@ class SQLiteStore(BaseStore):
         return _Plan(len(all_ops), reads, prepared, modes, list(queries), doc_texts)
 
     def _run(
-        self, plan: _Plan, doc_vecs: Sequence[Sequence[float]], query_vecs: dict[str, Any]
+        self, plan: _Plan, doc_vecs: np.ndarray | None, qarrays: dict[str, np.ndarray]
     ) -> list[Result]:
         results: list[Result] = [None] * plan.n
         omit = self.ttl_config is None or self.ttl_config.get("omit_expired", True)
-        qarrays = {q: np.asarray(v, dtype=np.float32) for q, v in query_vecs.items()}
         vectors: dict[int, np.ndarray] = {}
         pos = 0
         for i, p in enumerate(plan.puts):
-            if p.fields:
-                vectors[i] = np.asarray(doc_vecs[pos : pos + len(p.fields)], dtype=np.float32)
+            if p.fields and doc_vecs is not None:
+                vectors[i] = doc_vecs[pos : pos + len(p.fields)]
                 pos += len(p.fields)
         with self._lock:
             now = time.time()
@@ -513,7 +513,7 @@ class SQLiteStore(BaseStore):
             (m, k, bytes.fromhex(h)): np.frombuffer(e, dtype="<f4").tolist() for m, k, h, e in rows
         }
 
-    def _cache_put(self, entries: dict[tuple[str, str, bytes], list[float]]) -> None:
+    def _cache_put(self, entries: dict[tuple[str, str, bytes], np.ndarray]) -> None:
         rows = [
             (m, k, h.hex(), np.asarray(v, dtype="<f4").tobytes())
             for (m, k, h), v in entries.items()
@@ -551,7 +551,7 @@ class _CacheBackend:
     def get_many(self, keys: Sequence[tuple[str, str, bytes]]) -> dict:
         return self._store._cache_get(keys)
 
-    def put_many(self, entries: dict[tuple[str, str, bytes], list[float]]) -> None:
+    def put_many(self, entries: dict[tuple[str, str, bytes], np.ndarray]) -> None:
         self._store._cache_put(entries)
 
 
