@@ -82,3 +82,18 @@ def test_every_cli_command_has_help():
 
     for cmd in app.registered_commands:
         assert cmd.callback.__doc__ and "Example:" in cmd.callback.__doc__
+
+
+@pytest.mark.parametrize("notebook", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=str)
+def test_notebooks_run(notebook, capsys):
+    import json
+
+    cells = json.loads(notebook.read_text())["cells"]
+    code = [c for c in cells if c["cell_type"] == "code"]
+    assert code
+    namespace: dict = {}
+    for cell in code:
+        exec(compile("".join(cell["source"]), str(notebook), "exec"), namespace)
+    out = capsys.readouterr().out
+    assert "Is allergic to peanuts" in out
+    assert "None 1" in out  # the TTL cell: expired, then swept
