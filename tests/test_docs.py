@@ -24,6 +24,7 @@ MODULES = [
     "langmem_ext.stores.embeddings.local",
     "langmem_ext.stores.sqlite.store",
     "langmem_ext.surfaces.demo",
+    "langmem_ext.bench.locomo_data",
 ]
 
 

@@ -1,0 +1,132 @@
+"""The benchmark commands on small synthetic inputs (the real LoCoMo file is
+never part of the repository)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+from typer.testing import CliRunner
+
+from langmem_ext.bench.locomo_data import load_locomo, recall_at_k
+from langmem_ext.surfaces.cli import app
+
+SAMPLE = [
+    {
+        "sample_id": "conv-x",
+        "conversation": {
+            "speaker_a": "Ana",
+            "speaker_b": "Ben",
+            "session_1_date_time": "1:00 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a kitten named Pixel!"},
+                {"speaker": "Ben", "dia_id": "D1:2", "text": "Cute! I started pottery classes."},
+                {
+                    "speaker": "Ana",
+                    "dia_id": "D1:3",
+                    "text": "Look at this",
+                    "blip_caption": "a photo of a red bicycle",
+                },
+            ],
+            "session_2_date_time": "2:00 pm on 9 June, 2023",
+            "session_2": [
+                {"speaker": "Ben", "dia_id": "D2:1", "text": "My pottery vase won a prize."},
+                {"speaker": "Ana", "dia_id": "D2:2", "text": "Pixel broke my favourite mug."},
+            ],
+        },
+        "observation": {
+            "session_1_observation": {"Ana": [["Ana adopted a kitten called Pixel.", "D1:1"]]},
+            "session_2_observation": {"Ben": [["Ben's pottery vase won a prize.", "D2:1"]]},
+        },
+        "qa": [
+            {"question": "What is the name of Ana's kitten?", "evidence": ["D1:1"], "category": 4},
+            {"question": "What hobby did Ben start?", "evidence": ["D1:2; D2:1"], "category": 1},
+            {"question": "What colour is the bicycle?", "evidence": ["D:1:3"], "category": 3},
+            {"question": "Unanswerable?", "evidence": [], "category": 5},
+            {"question": "Broken?", "evidence": ["D"], "category": 2},
+        ],
+    }
+]
+
+
+@pytest.fixture
+def locomo_file(tmp_path):
+    path = tmp_path / "tiny_locomo.json"
+    path.write_text(json.dumps(SAMPLE))
+    return path
+
+
+def test_loader_builds_documents_and_cleans_evidence(locomo_file):
+    convs, counts = load_locomo(locomo_file)
+    conv = convs[0]
+    assert [d.key for d in conv.turns] == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2"]
+    assert conv.turns[2].text == (
+        "[1:00 pm on 8 May, 2023] Ana: Look at this [shares a photo: a photo of a red bicycle]"
+    )
+    assert [o.dia_ids for o in conv.observations] == [("D1:1",), ("D2:1",)]
+    assert [sorted(q.evidence) for q in conv.questions] == [["D1:1"], ["D1:2", "D2:1"], ["D1:3"]]
+    assert counts == Counter(
+        {"split": 1, "repaired": 1, "dropped_malformed": 1, "questions_without_evidence": 1}
+    )
+
+
+def test_recall_counts_turns_against_k():
+    ev = frozenset({"D1:1", "D1:2"})
+    assert recall_at_k([("D1:1", "D1:2")], ev, 1) == 0.0  # a 2-turn result does not fit k=1
+    assert recall_at_k([("D1:1", "D1:2")], ev, 2) == 1.0
+    assert recall_at_k([("D9:9",), ("D1:2",)], ev, 2) == 0.5
+
+
+def test_bench_locomo_command(locomo_file, tmp_path):
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app,
+        ["bench", "locomo", "--data", str(locomo_file), "--out", str(out)],
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == 0, result.output
+    assert "SQLiteStore hybrid" in result.output and "InMemoryStore" in result.output
+    assert "repaired 1, split 1, dropped malformed 1" in result.output
+    data = json.loads((out / "locomo.json").read_text())
+    rows = {(r["doc_set"], r["retriever"]): r for r in data["rows"]}
+    assert len(rows) == 8  # 2 document sets x (3 SQLite modes + InMemoryStore)
+    for (doc_set, _), r in rows.items():
+        assert r["questions"] == 3
+        assert 0.0 <= r["overall"]["R@1"] <= r["overall"]["R@5"] <= r["overall"]["R@20"] <= 1.0
+        if doc_set == "turns":
+            assert r["overall"]["R@20"] == 1.0  # 5 turns: all fit within k=20
+        else:
+            # observations cover D1:1 and D2:1 only: 1 + 1/2 + 0 of the 3 questions
+            assert r["overall"]["R@20"] == pytest.approx(0.5)
+    kitten = rows[("turns", "SQLiteStore keyword")]["by_category"]["single-hop"]
+    assert kitten["R@1"] == 1.0
+    assert (out / "locomo.png").stat().st_size > 1000
+
+
+def test_bench_store_command(tmp_path):
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "store",
+            "--sizes",
+            "300",
+            "--queries",
+            "3",
+            "--out",
+            str(out),
+            "--stores",
+            "sqlite,lg-inmemory",
+        ],
+        env={"COLUMNS": "220"},
+    )
+    assert result.exit_code == 0, result.output
+    rows = json.loads((out / "store.json").read_text())["rows"]
+    assert [r["store"] for r in rows] == ["langmem_ext SQLiteStore", "LangGraph InMemoryStore"]
+    for r in rows:
+        for case in ("whole", "namespace_10pct", "filter"):
+            assert r[case]["recall_at_10"] == 1.0
+    bad = CliRunner().invoke(app, ["bench", "store", "--stores", "nope"])
+    assert bad.exit_code != 0 and "unknown stores" in bad.output
