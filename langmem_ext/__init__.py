@@ -16,11 +16,19 @@ from .errors import (
     StoreError,
 )
 from .stores import CachedEmbeddings, HybridSearchOp, IndexConfig, LocalEmbeddings, SQLiteStore
+from .surfaces import (
+    Compartments,
+    MemoryToolError,
+    NamespaceTemplate,
+    create_manage_memory_tool,
+    create_search_memory_tool,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CachedEmbeddings",
+    "Compartments",
     "ConfigurationError",
     "EmbeddingDimensionError",
     "HybridSearchOp",
@@ -28,7 +36,11 @@ __all__ = [
     "InvalidValueError",
     "LangmemError",
     "LocalEmbeddings",
+    "MemoryToolError",
+    "NamespaceTemplate",
     "SQLiteStore",
     "StoreError",
     "__version__",
+    "create_manage_memory_tool",
+    "create_search_memory_tool",
 ]

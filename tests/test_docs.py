@@ -24,6 +24,9 @@ MODULES = [
     "langmem_ext.stores.embeddings.local",
     "langmem_ext.stores.sqlite.store",
     "langmem_ext.surfaces.demo",
+    "langmem_ext.surfaces.namespaces",
+    "langmem_ext.surfaces.tools",
+    "langmem_ext.surfaces.compartments",
     "langmem_ext.bench.locomo_data",
 ]
 

@@ -62,7 +62,7 @@ def normalize_evidence(raw: Any, known: set[str], counts: Counter[str]) -> list[
         ...                    {"D1:3", "D8:6", "D9:17", "D1:4"}, c)
         ['D1:3', 'D8:6', 'D9:17', 'D1:4']
         >>> sorted(c.items())
-        [('dropped_malformed', 1), ('dropped_unknown', 1), ('split', 1), ('repaired', 1)]
+        [('dropped_malformed', 1), ('dropped_unknown', 1), ('repaired', 1), ('split', 1)]
     """
     out: list[str] = []
     for item in raw if isinstance(raw, list) else [raw]:

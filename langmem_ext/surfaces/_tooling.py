@@ -1,0 +1,101 @@
+"""Machinery shared by the memory tools: errors the model can read, the tool
+class that turns them into error ``ToolMessage``s, store lookup, JSON output."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core import messages as lc_messages
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import StructuredTool
+from langgraph.store.base import BaseStore
+from pydantic import ValidationError as PydanticValidationError
+
+from ..errors import ConfigurationError, LangmemError
+from .namespaces import config_runtime, current_config
+
+__all__ = ["MemoryNotFoundError", "MemoryTool", "MemoryToolError", "dumps", "resolve_store"]
+
+
+class MemoryToolError(LangmemError, ValueError):
+    """A tool call the model got wrong; the message says how to fix it."""
+
+    code = "INVALID_TOOL_INPUT"
+
+
+class MemoryNotFoundError(MemoryToolError):
+    """The id names no memory in this namespace."""
+
+    code = "MEMORY_NOT_FOUND"
+
+
+class MemoryTool(StructuredTool):
+    """A ``StructuredTool`` whose :class:`MemoryToolError` reaches the model.
+
+    Called with a tool call (``{"type": "tool_call", "id": ..., "args": ...}``, as
+    a ``ToolNode`` does), a :class:`MemoryToolError` becomes a ``ToolMessage``
+    with ``status="error"``; called with plain arguments it is raised. LangGraph
+    1.x's ``ToolNode`` re-raises tool errors by default, and LangChain's
+    ``handle_tool_error`` would also swallow errors of direct calls, hence this.
+    """
+
+    def run(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().run(tool_input, *args, **kwargs)
+        except (MemoryToolError, ConfigurationError) as e:
+            return self._to_message(e, kwargs.get("tool_call_id"))
+
+    async def arun(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await super().arun(tool_input, *args, **kwargs)
+        except (MemoryToolError, ConfigurationError) as e:
+            return self._to_message(e, kwargs.get("tool_call_id"))
+
+    def _to_message(self, e: LangmemError, tool_call_id: str | None) -> lc_messages.ToolMessage:
+        if tool_call_id is None:
+            raise e
+        if isinstance(e, ConfigurationError):
+            # Not the model's mistake, but it must see it (and can tell the user)
+            # rather than crash the run: the issue asks for model-readable errors.
+            hint = "Memory is unavailable for this conversation; tell the user."
+        else:
+            hint = f"Nothing was changed; fix the arguments and call {self.name} again."
+        return lc_messages.ToolMessage(
+            content=f"Error: {e} {hint}",
+            tool_call_id=tool_call_id,
+            name=self.name,
+            status="error",
+        )
+
+
+def resolve_store(initial: BaseStore | None, config: RunnableConfig, tool: str) -> BaseStore:
+    if initial is not None:
+        return initial
+    for cfg in (config, current_config(None)):
+        store = getattr(config_runtime(cfg), "store", None)
+        if store is not None:
+            return store
+    raise ConfigurationError(
+        f"{tool} has no store: create it with store=... to use it outside a graph, or run it "
+        "in a graph compiled with a store (create_react_agent(..., store=store), "
+        "create_agent(..., store=store) or graph.compile(store=store))"
+    )
+
+
+def dumps(obj: Any) -> str:
+    # Compact like LangMem's orjson output; non-ASCII text kept readable.
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def short(e: Exception) -> str:
+    if isinstance(e, PydanticValidationError):
+        return "; ".join(
+            f"{'.'.join(map(str, err['loc'])) or 'content'}: {err['msg']}" for err in e.errors()
+        )
+    return str(e)
+
+
+# Public under langmem_ext.surfaces.tools: reprs, tracebacks and docs show that path.
+for _cls in (MemoryToolError, MemoryNotFoundError, MemoryTool):
+    _cls.__module__ = "langmem_ext.surfaces.tools"

@@ -1,0 +1,338 @@
+"""Namespaces filled in at call time from the caller's identity.
+
+A memory tool writes into one namespace of the store. Which one is decided at
+each call, from two sources LangGraph hands to every node and tool:
+
+* ``config["configurable"]`` of the ``RunnableConfig``
+  (``graph.invoke(..., {"configurable": {"user_id": "u-1"}})``), and
+* the run's ``Runtime.context`` (``graph.invoke(..., context=Ctx(user_id="u-1"))``),
+  which may be a dict, a dataclass or a pydantic model.
+
+A key found in both must carry the same value; a conflict is an error rather
+than a silent pick, because the namespace decides whose memories are touched.
+
+**Templates.** ``NamespaceTemplate(("{user_id}", "memories"))`` replaces each
+``{name}`` with that key's value, coerced to ``str`` (ints and UUIDs are
+accepted). A label may mix text and placeholders (``"team-{team_id}"``).
+
+**Identity rule** (a template of ``None``). The identity keys, outermost first,
+are :data:`IDENTITY_KEYS` = ``org_id``, ``user_id``, ``agent_id``. The
+namespace starts with the scope label of the outermost key present (``"org"``,
+``"user"`` or ``"agent"``) and its value; then ``user_id`` adds ``"user", value``
+and ``agent_id`` adds its value:
+
+================================================  =================================
+identity                                          namespace
+================================================  =================================
+``user_id=u-123``                                 ``("user", "u-123")``
+``org_id=acme``                                   ``("org", "acme")``
+``agent_id=alpha``                                ``("agent", "alpha")``
+``org_id=acme, agent_id=alpha``                   ``("org", "acme", "alpha")``
+``org_id=acme, user_id=u-1``                      ``("org", "acme", "user", "u-1")``
+``user_id=u-1, agent_id=alpha``                   ``("user", "u-1", "alpha")``
+``org_id=acme, user_id=u-1, agent_id=alpha``      ``("org", "acme", "user", "u-1", "alpha")``
+================================================  =================================
+
+No two identities give the same namespace, and one identity's namespace is a
+prefix of another's only when the second is narrower (the same org or user plus
+an agent). Store searches match by prefix, so a search at a wide scope (an
+org) also sees the narrower scopes below it (that org's users and agents);
+scopes that are not nested never see each other.
+
+**Values that are rejected** (:class:`~langmem_ext.errors.ConfigurationError`,
+naming the key): ``None`` counts as missing; booleans, floats and containers;
+empty or blank strings and leading/trailing whitespace (``" u1"`` and ``"u1"``
+would be two users); ``"."`` (the store joins labels with dots, so ``"a.b"``
+would read as two labels and ``".."`` could climb into another namespace);
+control characters; and, in the identity rule, the scope labels ``org``,
+``user`` and ``agent`` themselves as values (``agent_id="user"`` would
+otherwise sit where the org's users live).
+
+Example:
+    >>> NamespaceTemplate(("{user_id}", "memories"))({"configurable": {"user_id": 42}})
+    ('42', 'memories')
+    >>> NamespaceTemplate()({"configurable": {"org_id": "acme", "agent_id": "alpha"}})
+    ('org', 'acme', 'alpha')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import string
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+from ..errors import ConfigurationError
+
+__all__ = ["IDENTITY_KEYS", "NamespaceTemplate", "check_label", "resolve_identity"]
+
+IDENTITY_KEYS: tuple[str, ...] = ("org_id", "user_id", "agent_id")
+_SCOPE_LABELS = {"org_id": "org", "user_id": "user", "agent_id": "agent"}
+
+try:  # the key under which LangGraph keeps the Runtime in a node's config
+    from langgraph._internal._constants import CONFIG_KEY_RUNTIME as _RUNTIME_KEY
+except ImportError:  # pragma: no cover - moved in a future LangGraph
+    _RUNTIME_KEY = "__pregel_runtime"
+
+_MISSING = object()
+# Keys LangGraph itself puts in a node's configurable; listing them would only
+# distract from the keys the user set.
+_INTERNAL = frozenset({"checkpoint_id", "checkpoint_map", "checkpoint_ns"})
+
+
+class NamespaceTemplate:
+    """A namespace whose ``{placeholders}`` are filled at call time.
+
+    Args:
+        template: A tuple of labels such as ``("{user_id}", "memories")``, a
+            single label, another template, or ``None`` for the identity rule
+            (see the module docs: ``{"user_id": "u-123"}`` → ``("user", "u-123")``).
+
+    Raises:
+        ConfigurationError: at construction, for an empty template or label, a
+            label with ``"."``, or a placeholder that is not a plain ``{name}``.
+
+    Example:
+        >>> ns = NamespaceTemplate(("org", "{org_id}", "{user_id}"))
+        >>> ns.keys
+        ('org_id', 'user_id')
+        >>> ns({"configurable": {"org_id": "acme"}}, context={"user_id": "u-1"})
+        ('org', 'acme', 'u-1')
+    """
+
+    __slots__ = ("_parts", "keys", "template")
+
+    def __init__(self, template: tuple[str, ...] | str | NamespaceTemplate | None = None) -> None:
+        if isinstance(template, NamespaceTemplate):
+            template = template.template
+        if isinstance(template, str):
+            template = (template,)
+        self.template: tuple[str, ...] | None = tuple(template) if template is not None else None
+        self._parts: list[list[tuple[str, str | None]]] = []
+        keys: dict[str, None] = {}
+        if self.template is not None:
+            if not self.template:
+                raise ConfigurationError("namespace template is empty; give at least one label")
+            for label in self.template:
+                parts = _parse_label(label, self.template)
+                self._parts.append(parts)
+                keys.update((k, None) for _, k in parts if k is not None)
+        self.keys: tuple[str, ...] = tuple(keys) if self.template is not None else IDENTITY_KEYS
+
+    def __repr__(self) -> str:
+        return f"NamespaceTemplate({self.template!r})"
+
+    def __call__(
+        self, config: RunnableConfig | None = None, *, context: Any = None
+    ) -> tuple[str, ...]:
+        """Fill the template for one call.
+
+        Args:
+            config: The call's ``RunnableConfig``; by default the one of the
+                running graph (none outside a graph).
+            context: The run's context; by default ``Runtime.context`` of the
+                running graph, found through ``config``.
+
+        Raises:
+            ConfigurationError: a key is missing (the message names it and the
+                keys available), found twice with different values, or has a
+                value that cannot be a namespace label.
+        """
+        lookup = _Lookup(config, context)
+        if self.template is None:
+            return resolve_identity(lookup.get_many(IDENTITY_KEYS), available=lookup.available())
+        out: list[str] = []
+        for parts in self._parts:
+            text = []
+            for literal, key in parts:
+                text.append(literal)
+                if key is not None:
+                    value = lookup.get(key)
+                    if value is _MISSING:
+                        raise ConfigurationError(
+                            f"missing key {key!r} for namespace {self.template}; "
+                            f"available keys: {lookup.available()}. Pass it in "
+                            f"config['configurable'] or in the run's context",
+                            key=key,
+                        )
+                    text.append(check_label(key, value))
+            out.append(check_label("namespace label", "".join(text)))
+        return tuple(out)
+
+
+def resolve_identity(
+    identity: Mapping[str, Any], *, available: list[str] | None = None
+) -> tuple[str, ...]:
+    """Apply the identity rule to ``{"org_id"?, "user_id"?, "agent_id"?}``.
+
+    Raises:
+        ConfigurationError: no identity key is present, or a value is invalid.
+
+    Example:
+        >>> resolve_identity({"user_id": "u-123"})
+        ('user', 'u-123')
+        >>> resolve_identity({"org_id": "acme", "user_id": 7})
+        ('org', 'acme', 'user', '7')
+    """
+    present = [(k, identity[k]) for k in IDENTITY_KEYS if identity.get(k) is not None]
+    if not present:
+        known = available if available is not None else sorted(identity)
+        raise ConfigurationError(
+            f"no identity to build a namespace from: set one of {', '.join(IDENTITY_KEYS)} "
+            f"in config['configurable'] or the run's context, or create the tool with "
+            f"namespace=(...); available keys: {known}",
+            key="user_id",
+        )
+    values = []
+    for key, raw in present:
+        value = check_label(key, raw)
+        if value in _SCOPE_LABELS.values():
+            raise ConfigurationError(
+                f"{key}={value!r} is a reserved scope label ({', '.join(_SCOPE_LABELS.values())}); "
+                "choose another id",
+                key=key,
+            )
+        values.append((key, value))
+    (first, first_value), rest = values[0], values[1:]
+    out = [_SCOPE_LABELS[first], first_value]
+    for key, value in rest:
+        out.extend(("user", value) if key == "user_id" else (value,))
+    return tuple(out)
+
+
+def check_label(key: str, value: Any) -> str:
+    """Coerce one value to a namespace label, or raise naming ``key``.
+
+    Example:
+        >>> check_label("user_id", 7)
+        '7'
+        >>> check_label("user_id", "../u-2")
+        Traceback (most recent call last):
+        ...
+        langmem_ext.errors.ConfigurationError: user_id='../u-2' contains '.', ...
+    """
+    if isinstance(value, bool) or not isinstance(value, str | int | uuid.UUID):
+        raise ConfigurationError(
+            f"{key} must be a string, an integer or a UUID, got {type(value).__name__} {value!r}",
+            key=key,
+        )
+    text = str(value)
+    if not text.strip():
+        raise ConfigurationError(f"{key} is empty; give a non-empty id", key=key)
+    if text != text.strip():
+        raise ConfigurationError(
+            f"{key}={text!r} has leading or trailing whitespace; strip it", key=key
+        )
+    if "." in text:
+        raise ConfigurationError(
+            f"{key}={text!r} contains '.', which separates namespace labels in the store "
+            "(and '..' could reach another namespace); replace the dots (e.g. with '-') "
+            "or use a hash of the id",
+            key=key,
+        )
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise ConfigurationError(f"{key}={text!r} contains control characters", key=key)
+    return text
+
+
+def config_runtime(config: RunnableConfig | None) -> Any:
+    """The LangGraph ``Runtime`` of the node ``config`` belongs to, if any."""
+    if not config:
+        return None
+    return (config.get("configurable") or {}).get(_RUNTIME_KEY)
+
+
+def current_config(config: RunnableConfig | None) -> RunnableConfig:
+    """``config``, else the running graph's config, else an empty config."""
+    if config is not None:
+        return config
+    try:
+        from langgraph.config import get_config
+
+        return get_config()
+    except RuntimeError:
+        return {}
+
+
+class _Lookup:
+    """Keys from ``configurable`` and the runtime context, checked for conflicts."""
+
+    def __init__(self, config: RunnableConfig | None, context: Any) -> None:
+        config = current_config(config)
+        self.configurable: Mapping[str, Any] = config.get("configurable") or {}
+        if context is None:
+            runtime = config_runtime(config)
+            context = getattr(runtime, "context", None)
+        self.context = context
+
+    def _from_context(self, key: str) -> Any:
+        ctx = self.context
+        if ctx is None:
+            return _MISSING
+        value = ctx.get(key, _MISSING) if isinstance(ctx, Mapping) else getattr(ctx, key, _MISSING)
+        return _MISSING if value is None else value
+
+    def get(self, key: str) -> Any:
+        a = self.configurable.get(key, _MISSING)
+        a = _MISSING if a is None else a
+        b = self._from_context(key)
+        if a is not _MISSING and b is not _MISSING and _as_text(a) != _as_text(b):
+            raise ConfigurationError(
+                f"{key} differs between config['configurable'] ({a!r}) and the run's "
+                f"context ({b!r}); set it in one place",
+                key=key,
+            )
+        return a if a is not _MISSING else b
+
+    def get_many(self, keys: tuple[str, ...]) -> dict[str, Any]:
+        out = {}
+        for k in keys:
+            value = self.get(k)
+            if value is not _MISSING:
+                out[k] = value
+        return out
+
+    def available(self) -> list[str]:
+        keys = {k for k in self.configurable if not k.startswith("__") and k not in _INTERNAL}
+        ctx = self.context
+        if isinstance(ctx, Mapping):
+            keys.update(str(k) for k in ctx)
+        elif dataclasses.is_dataclass(ctx):
+            keys.update(f.name for f in dataclasses.fields(ctx))
+        elif hasattr(type(ctx), "model_fields"):
+            keys.update(type(ctx).model_fields)
+        elif ctx is not None and hasattr(ctx, "__dict__"):
+            keys.update(k for k in vars(ctx) if not k.startswith("_"))
+        return sorted(keys)
+
+
+def _as_text(value: Any) -> Any:
+    return str(value) if isinstance(value, str | int | uuid.UUID) else value
+
+
+def _parse_label(label: Any, template: tuple[Any, ...]) -> list[tuple[str, str | None]]:
+    if not isinstance(label, str) or not label:
+        raise ConfigurationError(
+            f"namespace template {template} has an empty or non-string label {label!r}"
+        )
+    try:
+        parsed = list(string.Formatter().parse(label))
+    except ValueError as e:
+        raise ConfigurationError(f"namespace label {label!r} is not a valid template: {e}") from e
+    parts: list[tuple[str, str | None]] = []
+    for literal, field, spec, conv in parsed:
+        if "." in literal:
+            raise ConfigurationError(
+                f"namespace label {label!r} contains '.', which separates labels in the store"
+            )
+        if field is not None and (not field.isidentifier() or spec or conv):
+            raise ConfigurationError(
+                f"namespace label {label!r}: placeholders must be plain names such as "
+                f"'{{user_id}}', got '{{{field}{'!' + conv if conv else ''}"
+                f"{':' + spec if spec else ''}}}'"
+            )
+        parts.append((literal, field))
+    return parts
