@@ -20,10 +20,20 @@ from typing import Any, ClassVar
 
 __all__ = [
     "ConfigurationError",
+    "ContentTooLongError",
     "EmbeddingDimensionError",
+    "InvalidLayerError",
+    "InvalidMemoryTypeError",
+    "InvalidOperationError",
     "InvalidValueError",
     "LangmemError",
+    "MemoryNotFoundError",
+    "MissingIdentifierError",
+    "ProviderError",
+    "RateLimitedError",
     "StoreError",
+    "TenantAccessError",
+    "lookup",
 ]
 
 
@@ -71,7 +81,92 @@ class InvalidValueError(LangmemError, ValueError):
     code = "INVALID_VALUE"
 
 
-class StoreError(LangmemError):
-    """The database cannot be used: corrupt file, read-only file, locked too long."""
+class ProviderError(LangmemError):
+    """The storage or embedding provider failed in a way that may pass: a lost
+    connection, a timeout. The memory engine retries these (3 times, with
+    exponential backoff) before raising."""
 
     code = "PROVIDER_ERROR"
+    retryable = True
+
+
+class StoreError(ProviderError):
+    """The database cannot be used: corrupt file, read-only file, locked too long.
+
+    A :class:`ProviderError` (same code) that repeating the call will not fix.
+    """
+
+    retryable = False
+
+
+class RateLimitedError(ProviderError):
+    """The provider asked us to slow down. ``details["retry_after"]`` (seconds),
+    when known, is honoured before the next attempt."""
+
+    code = "RATE_LIMITED"
+    retryable = True
+
+
+class MissingIdentifierError(LangmemError, ValueError):
+    """A memory layer was used without its identifier; ``details["identifier"]``
+    names it (for example ``session_id`` for the session layer)."""
+
+    code = "MISSING_IDENTIFIER"
+
+
+class InvalidLayerError(LangmemError, ValueError):
+    """An unknown memory layer name; the message lists the valid layers."""
+
+    code = "INVALID_LAYER"
+
+
+class InvalidMemoryTypeError(LangmemError, ValueError):
+    """An unknown memory type; the message lists the valid types."""
+
+    code = "INVALID_MEMORY_TYPE"
+
+
+class ContentTooLongError(LangmemError, ValueError):
+    """Content longer than the configured maximum; ``details["max_length"]``
+    holds the maximum and ``details["length"]`` the length received."""
+
+    code = "CONTENT_TOO_LONG"
+
+
+class MemoryNotFoundError(LangmemError, LookupError):
+    """No memory with this id (and type) is visible to the caller."""
+
+    code = "MEMORY_NOT_FOUND"
+
+
+class InvalidOperationError(LangmemError, ValueError):
+    """The operation does not apply to this memory (confirming an episode)."""
+
+    code = "INVALID_OPERATION"
+
+
+class TenantAccessError(LangmemError, PermissionError):
+    """A caller named a tenant it may not use: non-admins never select a tenant,
+    admins cross tenants only with an explicit elevation."""
+
+    code = "TENANT_FORBIDDEN"
+
+
+def lookup(code: str) -> type[LangmemError]:
+    """The error class for a code (the most general class using it).
+
+    Example:
+        >>> lookup("RATE_LIMITED").__name__
+        'RateLimitedError'
+    """
+    for cls in _all_subclasses(LangmemError):
+        if cls.code == code:
+            return cls
+    raise KeyError(f"unknown error code {code!r}")
+
+
+def _all_subclasses(cls: type[LangmemError]) -> list[type[LangmemError]]:
+    out = [cls]
+    for sub in cls.__subclasses__():
+        out.extend(_all_subclasses(sub))
+    return out

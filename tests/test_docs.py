@@ -27,6 +27,14 @@ MODULES = [
     "langmem_ext.surfaces.namespaces",
     "langmem_ext.surfaces.tools",
     "langmem_ext.surfaces.compartments",
+    "langmem_ext.surfaces.memory_tools",
+    "langmem_ext.engine",
+    "langmem_ext.engine.engine",
+    "langmem_ext.engine.policy",
+    "langmem_ext.engine.models",
+    "langmem_ext.engine.layers",
+    "langmem_ext.engine.tenancy",
+    "langmem_ext.engine.scoring",
     "langmem_ext.bench.locomo_data",
 ]
 

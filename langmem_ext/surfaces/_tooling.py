@@ -13,6 +13,7 @@ from langgraph.store.base import BaseStore
 from pydantic import ValidationError as PydanticValidationError
 
 from ..errors import ConfigurationError, LangmemError
+from ..errors import MemoryNotFoundError as _EngineNotFound
 from .namespaces import config_runtime, current_config
 
 __all__ = ["MemoryNotFoundError", "MemoryTool", "MemoryToolError", "dumps", "resolve_store"]
@@ -24,8 +25,9 @@ class MemoryToolError(LangmemError, ValueError):
     code = "INVALID_TOOL_INPUT"
 
 
-class MemoryNotFoundError(MemoryToolError):
-    """The id names no memory in this namespace."""
+class MemoryNotFoundError(MemoryToolError, _EngineNotFound):
+    """The id names no memory in this namespace (also a
+    :class:`langmem_ext.errors.MemoryNotFoundError`, so one ``except`` catches both)."""
 
     code = "MEMORY_NOT_FOUND"
 

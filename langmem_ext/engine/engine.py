@@ -1,0 +1,397 @@
+"""MemoryEngine: typed memories over any LangGraph ``BaseStore``, sync and async.
+
+Each operation is written once (a generator in :mod:`.lifecycle` or
+:mod:`.recall`); ``engine.op(...)`` runs it with ``store.batch`` and
+``await engine.aop(...)`` with ``store.abatch``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from langgraph.store.base import BaseStore, GetOp
+
+from . import lifecycle as lc
+from . import recall as rc
+from ._core import Batch, EngineConfig, Step, detect_caps, run_async, run_sync
+from .lifecycle import Env
+from .models import Episode, Fact, MemoryEvent, Note, Rule
+from .recall import Hit, Page
+from .tenancy import MemoryContext
+
+__all__ = ["MemoryEngine"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+Ctx = MemoryContext | Mapping[str, Any]
+
+
+def _sync(
+    build: Callable[Concatenate[MemoryEngine, P], Step[T]],
+) -> Callable[Concatenate[MemoryEngine, P], T]:
+    @functools.wraps(build)
+    def op(self: MemoryEngine, *args: P.args, **kwargs: P.kwargs) -> T:
+        return run_sync(build(self, *args, **kwargs), self.store, self.config)
+
+    op.__name__ = op.__qualname__ = build.__name__.lstrip("_")
+    return op
+
+
+def _async(
+    build: Callable[Concatenate[MemoryEngine, P], Step[T]],
+) -> Callable[Concatenate[MemoryEngine, P], Coroutine[Any, Any, T]]:
+    @functools.wraps(build)
+    async def op(self: MemoryEngine, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await run_async(build(self, *args, **kwargs), self.store, self.config)
+
+    name = build.__name__.lstrip("_")
+    op.__name__ = op.__qualname__ = "a" + name
+    op.__doc__ = f"Async :meth:`{name}` (same arguments, runs on ``store.abatch``)."
+    return op
+
+
+class MemoryEngine:
+    """Facts, episodes, rules and notes with lifecycles, over any ``BaseStore``.
+
+    Every operation takes the caller first: a :class:`MemoryContext` or a
+    LangGraph ``RunnableConfig`` holding the auth user (the tenant comes from
+    there, never from arguments; ``tenant=`` is an admin's explicit selector).
+
+    Args:
+        store: any LangGraph ``BaseStore``; ours gets hybrid search and every
+            filter operator, others degrade (see ``docs/engine.md``).
+        config: :class:`EngineConfig`; keyword overrides are applied to it.
+
+    Example:
+        >>> from langmem_ext import SQLiteStore
+        >>> from langmem_ext.engine import MemoryContext, MemoryEngine
+        >>> engine = MemoryEngine(SQLiteStore())
+        >>> ctx = MemoryContext("acme", user_id="ada")
+        >>> old = engine.store_fact(ctx, "user", "favorite_color", "Favorite color: blue")
+        >>> new = engine.store_fact(ctx, "user", "favorite_color", "Favorite color: green")
+        >>> engine.get(ctx, old.id).validity, engine.get(ctx, old.id).superseded_by == new.id
+        ('superseded', True)
+        >>> [h.content for h in engine.recall(ctx, "favorite color")]
+        ['Favorite color: green']
+    """
+
+    def __init__(
+        self, store: BaseStore, config: EngineConfig | None = None, **overrides: Any
+    ) -> None:
+        self.store = store
+        cfg = config or EngineConfig()
+        if overrides:
+            import dataclasses
+
+            cfg = dataclasses.replace(cfg, **overrides)
+        self.config = cfg
+        self.caps = detect_caps(store, cfg)
+
+    def env(self, ctx: Ctx, tenant: str | None = None) -> Env:
+        """The per-call environment (tenant checked here, before any store op)."""
+        c = ctx if isinstance(ctx, MemoryContext) else MemoryContext.from_config(ctx)
+        return Env.make(self.config, self.caps, c, tenant)
+
+    # -- writes ------------------------------------------------------------------
+
+    def _add(
+        self,
+        ctx: Ctx,
+        content: str,
+        *,
+        layer: str | None = None,
+        scope: str = "global",
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        tenant: str | None = None,
+    ) -> Step[Note]:
+        """Store a note (seed 001 ``add``) in ``layer`` (default: ``config.default_layer``).
+
+        Raises MISSING_IDENTIFIER when the caller lacks the layer's identifier,
+        INVALID_LAYER, CONTENT_TOO_LONG."""
+        return lc.add_note(self.env(ctx, tenant), content, layer, scope, tags, metadata)
+
+    def _store_episode(
+        self,
+        ctx: Ctx,
+        content: str,
+        butler: str,
+        session_id: str | None = None,
+        importance: float | None = None,
+        *,
+        layer: str | None = None,
+        scope: str = "global",
+        tags: list[str] | None = None,
+        tenant: str | None = None,
+    ) -> Step[Episode]:
+        """Store an episode: importance 5.0 and ``expires_at`` now + 7 days by default."""
+        e = self.env(ctx, tenant)
+        return lc.store_episode(e, content, butler, session_id, importance, layer, scope, tags)
+
+    def _store_fact(
+        self,
+        ctx: Ctx,
+        subject: str,
+        predicate: str,
+        content: str,
+        *,
+        importance: float | None = None,
+        permanence: str | None = None,
+        confidence: float | None = None,
+        category: str | None = None,
+        layer: str | None = None,
+        scope: str = "global",
+        tags: list[str] | None = None,
+        provenance: dict[str, Any] | None = None,
+        tenant: str | None = None,
+    ) -> Step[Fact]:
+        """Store a fact; an active fact with the same (subject, predicate) in
+        the same layer is superseded (kept, marked, linked to the new one)."""
+        e = self.env(ctx, tenant)
+        fact, _ = yield from lc.store_fact(
+            e,
+            subject,
+            predicate,
+            content,
+            importance=importance,
+            permanence=permanence,
+            confidence=confidence,
+            category=category,
+            layer=layer,
+            scope=scope,
+            tags=tags,
+            provenance=provenance,
+        )
+        return fact
+
+    def _store_rule(
+        self,
+        ctx: Ctx,
+        content: str,
+        scope: str = "global",
+        tags: list[str] | None = None,
+        *,
+        layer: str | None = None,
+        tenant: str | None = None,
+    ) -> Step[Rule]:
+        """Store a rule: maturity ``candidate``, confidence 0.5."""
+        return lc.store_rule(self.env(ctx, tenant), content, layer, scope, tags)
+
+    def _confirm(self, ctx: Ctx, type: str, id: str, *, tenant: str | None = None) -> Step[Any]:
+        """Reset a fact's or rule's decay clock (INVALID_OPERATION for episodes)."""
+        return lc.confirm(self.env(ctx, tenant), type, id)
+
+    def _mark_helpful(self, ctx: Ctx, rule_id: str, *, tenant: str | None = None) -> Step[Rule]:
+        """Count a success: success and applied counts, effectiveness, maturity."""
+        return lc.feedback(self.env(ctx, tenant), rule_id, True, None)
+
+    def _mark_harmful(
+        self, ctx: Ctx, rule_id: str, reason: str | None = None, *, tenant: str | None = None
+    ) -> Step[Rule]:
+        """Count a harm (weighs 4x in effectiveness); may demote or invert the rule."""
+        return lc.feedback(self.env(ctx, tenant), rule_id, False, reason)
+
+    def _forget(self, ctx: Ctx, type: str, id: str, *, tenant: str | None = None) -> Step[Any]:
+        """Soft delete: facts become ``retracted``, rules and episodes ``forgotten``."""
+        return lc.forget(self.env(ctx, tenant), type, id)
+
+    def _update(
+        self,
+        ctx: Ctx,
+        id: str,
+        *,
+        content: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        tags: list[str] | None = None,
+        tenant: str | None = None,
+    ) -> Step[Any]:
+        """Update content (re-embedded) and/or merge metadata (MEMORY_NOT_FOUND if unknown)."""
+        return lc.update(self.env(ctx, tenant), id, content, metadata, tags)
+
+    def _delete(self, ctx: Ctx, id: str, *, tenant: str | None = None) -> Step[bool]:
+        """Remove a memory; idempotent (True for unknown ids)."""
+        return lc.delete(self.env(ctx, tenant), id)
+
+    def _sweep(self, ctx: Ctx, *, tenant: str | None = None) -> Step[dict[str, int]]:
+        """Mark expired episodes and decayed facts ``expired``; returns counts."""
+        return lc.sweep(self.env(ctx, tenant))
+
+    # -- reads -------------------------------------------------------------------
+
+    def _get(
+        self, ctx: Ctx, id: str, type: str | None = None, *, tenant: str | None = None
+    ) -> Step[Any]:
+        """The memory with this id, or None (seed 001: no error when missing)."""
+        return rc.get(self.env(ctx, tenant), id, type)
+
+    def _get_memory(self, ctx: Ctx, type: str, id: str, *, tenant: str | None = None) -> Step[Any]:
+        """The memory, reference count bumped; MEMORY_NOT_FOUND when missing."""
+        return rc.get_memory(self.env(ctx, tenant), type, id)
+
+    def _history(self, ctx: Ctx, id: str, *, tenant: str | None = None) -> Step[list[MemoryEvent]]:
+        """Audit events of a memory, oldest first."""
+        return lc.history(self.env(ctx, tenant), id)
+
+    def _search(
+        self,
+        ctx: Ctx,
+        query: str,
+        types: Sequence[str] | None = None,
+        scope: str | None = None,
+        mode: str | None = "hybrid",
+        limit: int = 20,
+        min_confidence: float | None = None,
+        *,
+        layers: Sequence[str] | None = None,
+        tags: list[str] | None = None,
+        filter: dict[str, Any] | None = None,
+        tenant: str | None = None,
+    ) -> Step[list[Hit]]:
+        """Search episodes, facts and rules (seed 003), by relevance."""
+        return rc.search(
+            self.env(ctx, tenant),
+            query,
+            types=types,
+            scope=scope,
+            mode=mode,
+            limit=limit,
+            min_confidence=min_confidence,
+            layers=layers,
+            tags=tags,
+            filter=filter,
+        )
+
+    def _search_layers(
+        self,
+        ctx: Ctx,
+        query: str,
+        *,
+        layers: Sequence[str] | None = None,
+        threshold: float | None = None,
+        limit: int = 10,
+        types: Sequence[str] | None = None,
+        tags: list[str] | None = None,
+        filter: dict[str, Any] | None = None,
+        tenant: str | None = None,
+    ) -> Step[list[Hit]]:
+        """Layered search (seed 001): layers concurrently, precedence then
+        score, threshold 0.7 by default, near-duplicates dropped."""
+        return rc.search_layers(
+            self.env(ctx, tenant),
+            query,
+            layers=layers,
+            threshold=threshold,
+            limit=limit,
+            types=types,
+            tags=tags,
+            filter=filter,
+        )
+
+    def _recall(
+        self,
+        ctx: Ctx,
+        topic: str,
+        scope: str | None = None,
+        limit: int = 10,
+        *,
+        layers: Sequence[str] | None = None,
+        tenant: str | None = None,
+    ) -> Step[list[Hit]]:
+        """Facts and rules by composite score; bumps their reference counts."""
+        return rc.recall(self.env(ctx, tenant), topic, scope=scope, limit=limit, layers=layers)
+
+    def _list(
+        self,
+        ctx: Ctx,
+        *,
+        layer: str | None = None,
+        types: Sequence[str] | None = None,
+        filter: dict[str, Any] | None = None,
+        tags: list[str] | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+        tenant: str | None = None,
+    ) -> Step[Page]:
+        """A page of live memories, newest first, with ``next_cursor`` and ``total_count``."""
+        return rc.list_memories(
+            self.env(ctx, tenant),
+            layer=layer,
+            types=types,
+            filter=filter,
+            tags=tags,
+            limit=limit,
+            cursor=cursor,
+        )
+
+    def _stats(
+        self, ctx: Ctx, scope: str | None = None, *, tenant: str | None = None
+    ) -> Step[dict[str, Any]]:
+        """Counts of facts, rules and episodes (seed 003 ``memory_stats``)."""
+        return rc.stats(self.env(ctx, tenant), scope)
+
+    def _health_check(self) -> Step[bool]:
+        """True when the store answers a read."""
+        yield Batch([GetOp((self.config.root, "_health"), "_")])
+        return True
+
+    def capabilities(self) -> dict[str, Any]:
+        """What the store offers (seed 001 provider capabilities).
+
+        Example:
+            >>> from langgraph.store.memory import InMemoryStore
+            >>> from langmem_ext.engine import MemoryEngine
+            >>> MemoryEngine(InMemoryStore()).capabilities()["bulkOperations"]
+            False
+        """
+        dims = (getattr(self.store, "index_config", None) or {}).get("dims")
+        return {
+            "vectorSearch": self.caps.embeds,
+            "keywordSearch": self.caps.modes,
+            "embeddingDimensions": dims,
+            "distanceMetrics": ["cosine"] if self.caps.embeds else [],
+            "filterOperators": sorted(self.caps.operators),
+            "bulkOperations": False,
+        }
+
+    add = _sync(_add)
+    aadd = _async(_add)
+    store_episode = _sync(_store_episode)
+    astore_episode = _async(_store_episode)
+    store_fact = _sync(_store_fact)
+    astore_fact = _async(_store_fact)
+    store_rule = _sync(_store_rule)
+    astore_rule = _async(_store_rule)
+    confirm = _sync(_confirm)
+    aconfirm = _async(_confirm)
+    mark_helpful = _sync(_mark_helpful)
+    amark_helpful = _async(_mark_helpful)
+    mark_harmful = _sync(_mark_harmful)
+    amark_harmful = _async(_mark_harmful)
+    forget = _sync(_forget)
+    aforget = _async(_forget)
+    update = _sync(_update)
+    aupdate = _async(_update)
+    delete = _sync(_delete)
+    adelete = _async(_delete)
+    sweep = _sync(_sweep)
+    asweep = _async(_sweep)
+    get = _sync(_get)
+    aget = _async(_get)
+    get_memory = _sync(_get_memory)
+    aget_memory = _async(_get_memory)
+    history = _sync(_history)
+    ahistory = _async(_history)
+    search = _sync(_search)
+    asearch = _async(_search)
+    search_layers = _sync(_search_layers)
+    asearch_layers = _async(_search_layers)
+    recall = _sync(_recall)
+    arecall = _async(_recall)
+    list = _sync(_list)
+    alist = _async(_list)
+    stats = _sync(_stats)
+    astats = _async(_stats)
+    health_check = _sync(_health_check)
+    ahealth_check = _async(_health_check)

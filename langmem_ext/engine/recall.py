@@ -1,0 +1,437 @@
+"""Reads, each written once as a generator (see :mod:`._core`): get, search,
+layered search (seed 001), recall (seed 003), list with cursors, stats.
+
+Reference counts live in their own items (``(root, tenant, "refs")``, one per
+memory) rather than in the records, so bumping a count can never write back a
+stale copy of a record that a concurrent ``forget`` just changed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.store.base import GetOp, Item, PutOp
+
+from ..errors import InvalidValueError
+from ..stores._ops import SEARCH_MODES
+from . import policy
+from ._core import Batch, Embed, Step, matches, paged, search_ops
+from .layers import check_layer, layer_id, precedence, resolve_layers
+from .lifecycle import Env, check_range, check_type, load, require
+from .models import RECORD_TYPES, Episode, Fact, MemoryRecord, Rule, parse_ts, record_from_value
+from .scoring import (
+    DUPLICATE_SIMILARITY,
+    composite,
+    cosine,
+    recency_factor,
+    relevance,
+    text_similarity,
+)
+
+SEARCH_TYPES = ("episode", "fact", "rule")
+
+
+@dataclass
+class Hit:
+    """One search or recall result.
+
+    ``score`` is the relevance for ``search`` / ``search_layers`` and the
+    composite score for ``recall``; ``confidence`` is the effective confidence
+    (None for notes and episodes).
+    """
+
+    type: str
+    id: str
+    content: str
+    score: float
+    confidence: float | None
+    layer: str
+    record: MemoryRecord
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "id": self.id,
+            "content": self.content,
+            "score": round(self.score, 4),
+            "confidence": None if self.confidence is None else round(self.confidence, 4),
+            "layer": self.layer,
+            "scope": self.record.scope,
+        }
+
+
+@dataclass
+class Page:
+    """A page of :meth:`MemoryEngine.list`; pass ``next_cursor`` back for the next."""
+
+    items: list[MemoryRecord]
+    next_cursor: str | None
+    total_count: int
+    filters: dict[str, Any] = field(default_factory=dict)
+
+
+def effective_confidence(record: MemoryRecord, env: Env) -> float | None:
+    if isinstance(record, Fact | Rule):
+        return record.effective_confidence(env.now)
+    return None
+
+
+def _scopes(scope: str | None) -> list[str] | None:
+    if scope is None:
+        return None
+    if not isinstance(scope, str) or not scope:
+        raise InvalidValueError(f"scope must be a non-empty string, got {scope!r}")
+    return sorted({"global", scope})
+
+
+def _check_limit(limit: Any) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+        raise InvalidValueError(f"limit must be an integer from 1 to 1000, got {limit!r}")
+    return limit
+
+
+def _with_refs(records: list[MemoryRecord], items: list[Item | None], env: Env) -> None:
+    for rec, item in zip(records, items):
+        if item is not None:
+            rec.reference_count = int(item.value.get("count", 0))
+            rec.last_referenced_at = item.value.get("last_referenced_at")
+
+
+def bump(env: Env, records: Sequence[MemoryRecord]) -> Step[None]:
+    """Add one reference to each record (and fill in their counts)."""
+    if not records:
+        return None
+    items = yield Batch([GetOp(env.ns("refs"), r.id) for r in records])
+    _with_refs(list(records), items, env)
+    puts = []
+    for r in records:
+        r.reference_count += 1
+        r.last_referenced_at = env.stamp
+        value = {"count": r.reference_count, "last_referenced_at": env.stamp, "type": r.type}
+        puts.append(PutOp(env.ns("refs"), r.id, value, False))
+    yield Batch(puts)
+    return None
+
+
+def get(env: Env, id: str, kind: str | None) -> Step[MemoryRecord | None]:
+    """Seed 001 get: the record, or None (no error) when it does not exist."""
+    kinds = [check_type(kind)] if kind else list(RECORD_TYPES)
+    record = yield from load(env, kinds, id)
+    if record is not None:
+        items = yield Batch([GetOp(env.ns("refs"), record.id)])
+        _with_refs([record], items, env)
+    return record
+
+
+def get_memory(env: Env, kind: str, id: str) -> Step[MemoryRecord]:
+    """Seed 003 ``memory_get``: the full record, reference count bumped;
+    MEMORY_NOT_FOUND for an unknown id."""
+    record = yield from require(env, kind, id)
+    yield from bump(env, [record])
+    return record
+
+
+def _collect(
+    env: Env, results: list[list[Any]], checks: list[Any]
+) -> list[tuple[MemoryRecord, float | None]]:
+    seen: dict[str, tuple[MemoryRecord, float | None]] = {}
+    for items, check in zip(results, checks, strict=True):
+        for item in items:
+            if item.key in seen or not check(item.value):
+                continue
+            rec = record_from_value(item.value)
+            if rec.retrievable(env.stamp):
+                seen[item.key] = (rec, item.score)
+    return list(seen.values())
+
+
+def _layered_ops(
+    env: Env,
+    types: Iterable[str],
+    refs: list[str],
+    scopes: list[str] | None,
+    extra: dict[str, Any] | None,
+    query: str | None,
+    limit: int,
+    mode: str | None,
+) -> tuple[list[Any], list[Any]]:
+    ops: list[Any] = []
+    checks: list[Any] = []
+    any_of: dict[str, list[Any]] = {"layer_ref": refs}
+    if scopes:
+        any_of["scope"] = scopes
+    for t in types:
+        o, check = search_ops(
+            env.caps,
+            env.ns(t),
+            eq={"live": True},
+            any_of=any_of,
+            extra=extra,
+            query=query,
+            limit=limit,
+            mode=mode,
+        )
+        ops += o
+        checks += [check] * len(o)
+    return ops, checks
+
+
+def _tags_ok(record: MemoryRecord, tags: list[str] | None) -> bool:
+    return not tags or any(t in record.tags for t in tags)
+
+
+def search(
+    env: Env,
+    query: str,
+    *,
+    types: Sequence[str] | None,
+    scope: str | None,
+    mode: str | None,
+    limit: int,
+    min_confidence: float | None,
+    layers: Sequence[str] | None,
+    tags: list[str] | None,
+    filter: dict[str, Any] | None,
+) -> Step[list[Hit]]:
+    """Seed 003 search: the chosen types in every readable layer, ranked by
+    relevance (score desc, created_at desc, id asc)."""
+    types = list(SEARCH_TYPES if types is None else types)
+    for t in types:
+        check_type(t)
+    if mode is not None and mode not in SEARCH_MODES:
+        raise InvalidValueError(
+            f"unknown search mode {mode!r}; use one of {', '.join(SEARCH_MODES)}"
+        )
+    _check_limit(limit)
+    if min_confidence is not None:
+        check_range("min_confidence", min_confidence, policy.CONFIDENCE_RANGE)
+    refs = [f"{la}:{lid}" for la, lid in resolve_layers(layers, env.ctx)]
+    fetch = limit * 3 + 10 if (tags or min_confidence is not None) else limit + 5
+    ops, checks = _layered_ops(env, types, refs, _scopes(scope), filter, query, fetch, mode)
+    results = yield Batch(ops)
+    hits: list[Hit] = []
+    for rec, score in _collect(env, results, checks):
+        conf = effective_confidence(rec, env)
+        if not _tags_ok(rec, tags):
+            continue
+        if min_confidence is not None and conf is not None and conf < min_confidence:
+            continue
+        hits.append(Hit(rec.type, rec.id, rec.content, relevance(score), conf, rec.layer, rec))
+    hits.sort(key=lambda h: h.record.created_at, reverse=True)
+    hits.sort(key=lambda h: -h.score)  # stable: ties keep created_at desc
+    return hits[:limit]
+
+
+def recall(
+    env: Env, topic: str, *, scope: str | None, limit: int, layers: Sequence[str] | None
+) -> Step[list[Hit]]:
+    """Seed 003 recall: facts and rules by composite score; bumps references."""
+    if not isinstance(topic, str) or not topic.strip():
+        raise InvalidValueError(f"topic must be a non-empty string, got {topic!r}")
+    _check_limit(limit)
+    refs = [f"{la}:{lid}" for la, lid in resolve_layers(layers, env.ctx)]
+    ops, checks = _layered_ops(
+        env, ("fact", "rule"), refs, _scopes(scope), None, topic, limit * 3, None
+    )
+    results = yield Batch(ops)
+    found = _collect(env, results, checks)
+    if found:
+        counters = yield Batch([GetOp(env.ns("refs"), r.id) for r, _ in found])
+        _with_refs([r for r, _ in found], counters, env)
+    w = env.config.weights
+    hits: list[Hit] = []
+    for rec, score in found:
+        conf = effective_confidence(rec, env) or 0.0
+        touched = max(
+            rec.updated_at, rec.last_referenced_at or "", getattr(rec, "last_confirmed_at", "")
+        )
+        age = (env.now - parse_ts(touched)).total_seconds() / 86400
+        s = composite(
+            relevance=relevance(score),
+            importance=rec.importance,
+            recency=recency_factor(age, w.half_life_days),
+            confidence=conf,
+            weights=w,
+        )
+        hits.append(Hit(rec.type, rec.id, rec.content, s, conf, rec.layer, rec))
+    hits.sort(key=lambda h: (h.record.created_at, h.id), reverse=True)
+    hits.sort(key=lambda h: -h.score)
+    hits = hits[:limit]
+    yield from bump(env, [h.record for h in hits])
+    return hits
+
+
+def search_layers(
+    env: Env,
+    query: str,
+    *,
+    layers: Sequence[str] | None,
+    threshold: float | None,
+    limit: int,
+    types: Sequence[str] | None,
+    tags: list[str] | None,
+    filter: dict[str, Any] | None,
+) -> Step[list[Hit]]:
+    """Seed 001 search: one search per readable layer, all issued together;
+    results at or above ``threshold`` ordered by layer precedence then score;
+    lower-precedence near-duplicates dropped."""
+    threshold = env.config.threshold if threshold is None else threshold
+    check_range("threshold", threshold, (-1.0, 1.0))
+    _check_limit(limit)
+    types = list(RECORD_TYPES if types is None else types)
+    for t in types:
+        check_type(t)
+    pairs = resolve_layers(layers, env.ctx)
+    mode = "vector" if env.caps.embeds else "keyword"
+    ops: list[Any] = []
+    checks: list[Any] = []
+    for la, lid in pairs:  # one group of ops per layer: the layers run concurrently
+        o, c = _layered_ops(env, types, [f"{la}:{lid}"], None, filter, query, limit * 2, mode)
+        ops += o
+        checks += c
+    results = yield Batch(ops, parallel=True)
+    hits = [
+        Hit(
+            r.type,
+            r.id,
+            r.content,
+            relevance(s) if s is not None else 0.0,
+            effective_confidence(r, env),
+            r.layer,
+            r,
+        )
+        for r, s in _collect(env, results, checks)
+        if _tags_ok(r, tags) and s is not None and s >= threshold
+    ]
+    hits.sort(key=lambda h: (precedence(h.layer), -h.score, _neg(h.record.created_at), h.id))
+    vectors = (yield Embed([h.content for h in hits])) if hits else None
+    kept: list[tuple[Hit, Any]] = []
+    for i, h in enumerate(hits):
+        v = vectors[i] if vectors else None
+        dup = any(
+            precedence(k.layer) < precedence(h.layer)
+            and (cosine(kv, v) if v is not None else text_similarity(k.content, h.content))
+            >= DUPLICATE_SIMILARITY
+            for k, kv in kept
+        )
+        if not dup:
+            kept.append((h, v))
+    return [h for h, _ in kept][:limit]
+
+
+def _neg(text: str) -> tuple[int, ...]:
+    return tuple(-ord(c) for c in text)
+
+
+def _encode_cursor(record: MemoryRecord) -> str:
+    raw = json.dumps([record.created_at, record.id]).encode()
+    return base64.urlsafe_b64encode(raw).decode()
+
+
+def _decode_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        created, id_ = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        return str(created), str(id_)
+    except Exception as e:
+        raise InvalidValueError(
+            f"invalid cursor {cursor!r}; pass the next_cursor of the previous page"
+        ) from e
+
+
+def list_memories(
+    env: Env,
+    *,
+    layer: str | None,
+    types: Sequence[str] | None,
+    filter: dict[str, Any] | None,
+    tags: list[str] | None,
+    limit: int,
+    cursor: str | None,
+) -> Step[Page]:
+    """Seed 001 list: live memories newest first, ``limit`` per page, a keyset
+    cursor (stable while memories are added) and the total matching count."""
+    _check_limit(limit)
+    types = list(RECORD_TYPES if types is None else types)
+    for t in types:
+        check_type(t)
+    refs = (
+        {f"{layer}:{layer_id(check_layer(layer), env.ctx)}"}
+        if layer
+        else {f"{la}:{lid}" for la, lid in resolve_layers(None, env.ctx)}
+    )
+    if filter is not None:
+        matches({}, filter)  # validate before reading
+    after = _decode_cursor(cursor) if cursor else None
+    rows: list[MemoryRecord] = []
+    for t in types:
+        items = yield from paged(env.caps, env.ns(t), {"live": True})
+        for it in items:
+            v = it.value
+            if v.get("layer_ref") not in refs or (filter and not matches(v, filter)):
+                continue
+            rec = record_from_value(v)
+            if rec.retrievable(env.stamp) and _tags_ok(rec, tags):
+                rows.append(rec)
+    rows.sort(key=lambda r: (r.created_at, r.id), reverse=True)
+    total = len(rows)
+    if after is not None:
+        rows = [r for r in rows if (r.created_at, r.id) < after]
+    page = rows[:limit]
+    nxt = _encode_cursor(page[-1]) if len(rows) > limit else None
+    return Page(page, nxt, total, {"layer": layer, "types": types})
+
+
+def stats(env: Env, scope: str | None) -> Step[dict[str, Any]]:
+    """Seed 003 stats: counts of the caller's readable memories (only scopes
+    ``global`` and ``scope`` when given)."""
+    scopes = _scopes(scope)
+    refs = {f"{la}:{lid}" for la, lid in resolve_layers(None, env.ctx)}
+    recs: dict[str, list[Any]] = {}
+    for t in ("fact", "rule", "episode", "note"):
+        items = yield from paged(env.caps, env.ns(t), {})
+        recs[t] = [
+            record_from_value(i.value)
+            for i in items
+            if i.value.get("layer_ref") in refs and (not scopes or i.value.get("scope") in scopes)
+        ]
+    facts: list[Fact] = recs["fact"]
+    active = [f for f in facts if f.validity == "active"]
+    eff = {f.id: f.effective_confidence(env.now) for f in active}
+    rules: list[Rule] = [r for r in recs["rule"] if r.status == "active"]
+    eps: list[Episode] = recs["episode"]
+    live_eps = [e for e in eps if e.retrievable(env.stamp)]
+    backlog = [e for e in live_eps if not e.consolidated]
+    oldest = min((e.created_at for e in backlog), default=None)
+    return {
+        "facts": {
+            "total": len(facts),
+            "active": sum(1 for f in active if eff[f.id] >= policy.EXPIRE_BELOW),
+            "fading": sum(
+                1
+                for f in active
+                if policy.EXPIRE_BELOW <= eff[f.id] < policy.FADING_RATIO * f.confidence
+            ),
+            "expired": sum(1 for f in facts if f.validity == "expired")
+            + sum(1 for f in active if eff[f.id] < policy.EXPIRE_BELOW),
+            "superseded": sum(1 for f in facts if f.validity == "superseded"),
+            "retracted": sum(1 for f in facts if f.validity == "retracted"),
+        },
+        "rules": {
+            "total": len(recs["rule"]),
+            **{m: sum(1 for r in rules if r.maturity == m) for m in policy.MATURITY},
+            "forgotten": sum(1 for r in recs["rule"] if r.status == "forgotten"),
+        },
+        "episodes": {
+            "total": len(eps),
+            "unconsolidated": len(backlog),
+            "expired": sum(1 for e in eps if e.status == "expired" or e.expires_at <= env.stamp),
+            "backlog_age_hours": None
+            if oldest is None
+            else round((env.now - parse_ts(oldest)).total_seconds() / 3600, 3),
+        },
+        "notes": {"total": sum(1 for n in recs["note"] if n.live)},
+    }

@@ -1,0 +1,273 @@
+"""The seed 003 memory tools as LangChain tools over a :class:`MemoryEngine`.
+
+``create_memory_tools(engine)`` returns ``memory_store_episode``,
+``memory_store_fact``, ``memory_store_rule``, ``memory_search``,
+``memory_recall``, ``memory_get``, ``memory_confirm``, ``memory_mark_helpful``,
+``memory_mark_harmful``, ``memory_forget`` and ``memory_stats``, each sync and
+async. The caller (tenant, actor, layer identifiers) comes from the run's
+config — LangGraph's auth user or a ``MemoryContext`` in
+``configurable["memory_context"]`` — never from arguments; the optional
+``tenant_id`` argument is an admin's explicit cross-tenant selector and is
+rejected for anyone else.
+
+Errors come back to the model as text ``"<CODE>: <what to do>"`` (a
+``ToolException``, so a ``ToolNode`` reports it as an error ``ToolMessage``).
+
+Example:
+    >>> from langmem_ext import SQLiteStore
+    >>> from langmem_ext.engine import MemoryContext, MemoryEngine
+    >>> tools = {t.name: t for t in create_memory_tools(MemoryEngine(SQLiteStore()))}
+    >>> config = {"configurable": {"memory_context": MemoryContext("acme", user_id="ada")}}
+    >>> rule_id = tools["memory_store_rule"].invoke(
+    ...     {"content": "Always confirm before sending messages"}, config)
+    >>> tools["memory_get"].invoke({"type": "episode", "id": rule_id}, config)
+    "MEMORY_NOT_FOUND: no episode with id '...' in this tenant; ..."
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Any, Literal
+
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+
+from ..engine import MemoryEngine
+from ..engine.models import Fact, MemoryRecord, Rule
+from ..errors import LangmemError
+
+__all__ = ["MEMORY_TOOL_NAMES", "create_memory_tools"]
+
+MEMORY_TOOL_NAMES = (
+    "memory_store_episode",
+    "memory_store_fact",
+    "memory_store_rule",
+    "memory_search",
+    "memory_recall",
+    "memory_get",
+    "memory_confirm",
+    "memory_mark_helpful",
+    "memory_mark_harmful",
+    "memory_forget",
+    "memory_stats",
+)
+
+MemoryType = Literal["episode", "fact", "rule"]
+Mode = Literal["hybrid", "vector", "keyword"]
+_TENANT_DOC = "Leave empty. Admins only, with an elevated context: another tenant's id."
+
+
+def _record_json(record: MemoryRecord, engine: MemoryEngine, config: RunnableConfig) -> str:
+    value = record.to_value()
+    if isinstance(record, Fact | Rule):
+        value["effective_confidence"] = round(record.effective_confidence(engine.config.clock()), 4)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def create_memory_tools(
+    engine: MemoryEngine, *, include: tuple[str, ...] | None = None
+) -> list[BaseTool]:
+    """Build the memory tools over ``engine``.
+
+    Args:
+        engine: the engine (and store) the tools use.
+        include: tool names to build (default: all of :data:`MEMORY_TOOL_NAMES`).
+
+    Returns:
+        LangChain tools; pass them to ``create_react_agent`` or a ``ToolNode``.
+    """
+    names = MEMORY_TOOL_NAMES if include is None else include
+    unknown = set(names) - set(MEMORY_TOOL_NAMES)
+    if unknown:
+        raise ValueError(f"unknown tools {sorted(unknown)}; use {', '.join(MEMORY_TOOL_NAMES)}")
+    e = engine
+
+    def store_episode(
+        content: str,
+        butler: str,
+        session_id: str | None = None,
+        importance: float | None = None,
+        tenant_id: str | None = None,
+        *,
+        config: RunnableConfig,
+    ) -> Any:
+        """Store an episode (what happened in this session); it expires after 7 days.
+        Importance 0-10, default 5. Returns the episode id."""
+        kw = {"session_id": session_id, "importance": importance, "tenant": tenant_id}
+        return ("store_episode", (config, content, butler), kw, lambda r: r.id)
+
+    def store_fact(
+        subject: str,
+        predicate: str,
+        content: str,
+        importance: float | None = None,
+        permanence: Literal["permanent", "stable", "standard", "volatile", "ephemeral"]
+        | None = None,
+        scope: str = "global",
+        tags: list[str] | None = None,
+        tenant_id: str | None = None,
+        *,
+        config: RunnableConfig,
+    ) -> Any:
+        """Store a fact about subject/predicate (e.g. user / favorite_color). A newer fact
+        for the same subject and predicate supersedes the old one. Returns the fact id."""
+        kw = {
+            "importance": importance,
+            "permanence": permanence,
+            "scope": scope,
+            "tags": tags,
+            "tenant": tenant_id,
+        }
+        return ("store_fact", (config, subject, predicate, content), kw, lambda r: r.id)
+
+    def store_rule(
+        content: str,
+        scope: str = "global",
+        tags: list[str] | None = None,
+        tenant_id: str | None = None,
+        *,
+        config: RunnableConfig,
+    ) -> Any:
+        """Store a behavioural rule (starts as a candidate, confidence 0.5). Returns its id."""
+        kw = {"scope": scope, "tags": tags, "tenant": tenant_id}
+        return ("store_rule", (config, content), kw, lambda r: r.id)
+
+    def search(
+        query: str,
+        types: list[MemoryType] | None = None,
+        scope: str | None = None,
+        mode: Mode = "hybrid",
+        limit: int = 20,
+        min_confidence: float | None = None,
+        tenant_id: str | None = None,
+        *,
+        config: RunnableConfig,
+    ) -> Any:
+        """Search episodes, facts and rules. Returns JSON results with type, id,
+        content, score and confidence."""
+        kw = {
+            "types": types,
+            "scope": scope,
+            "mode": mode,
+            "limit": limit,
+            "min_confidence": min_confidence,
+            "tenant": tenant_id,
+        }
+        return ("search", (config, query), kw, lambda hs: json.dumps([h.to_dict() for h in hs]))
+
+    def recall(
+        topic: str,
+        scope: str | None = None,
+        limit: int = 10,
+        tenant_id: str | None = None,
+        *,
+        config: RunnableConfig,
+    ) -> Any:
+        """Recall the facts and rules most useful for a topic (relevance, importance,
+        recency, confidence). Use this first when you need to remember something."""
+        kw = {"scope": scope, "limit": limit, "tenant": tenant_id}
+        return ("recall", (config, topic), kw, lambda hs: json.dumps([h.to_dict() for h in hs]))
+
+    def get(
+        type: MemoryType, id: str, tenant_id: str | None = None, *, config: RunnableConfig
+    ) -> Any:
+        """Get one memory by type and id (the full record)."""
+        return (
+            "get_memory",
+            (config, type, id),
+            {"tenant": tenant_id},
+            lambda r: _record_json(r, e, config),
+        )
+
+    def confirm(
+        type: MemoryType, id: str, tenant_id: str | None = None, *, config: RunnableConfig
+    ) -> Any:
+        """Confirm a fact or rule is still true: resets its confidence decay."""
+        return (
+            "confirm",
+            (config, type, id),
+            {"tenant": tenant_id},
+            lambda r: _record_json(r, e, config),
+        )
+
+    def mark_helpful(rule_id: str, tenant_id: str | None = None, *, config: RunnableConfig) -> Any:
+        """Record that a rule helped."""
+        return (
+            "mark_helpful",
+            (config, rule_id),
+            {"tenant": tenant_id},
+            lambda r: _record_json(r, e, config),
+        )
+
+    def mark_harmful(
+        rule_id: str,
+        reason: str | None = None,
+        tenant_id: str | None = None,
+        *,
+        config: RunnableConfig,
+    ) -> Any:
+        """Record that a rule did harm, with the reason."""
+        return (
+            "mark_harmful",
+            (config, rule_id, reason),
+            {"tenant": tenant_id},
+            lambda r: _record_json(r, e, config),
+        )
+
+    def forget(
+        type: MemoryType, id: str, tenant_id: str | None = None, *, config: RunnableConfig
+    ) -> Any:
+        """Forget a memory (kept for audit, never recalled again)."""
+        return (
+            "forget",
+            (config, type, id),
+            {"tenant": tenant_id},
+            lambda r: _record_json(r, e, config),
+        )
+
+    def stats(scope: str | None = None, tenant_id: str | None = None, *, config: RunnableConfig):
+        """Counts and health of stored memories (scope: only 'global' and this scope)."""
+        return ("stats", (config, scope), {"tenant": tenant_id}, json.dumps)
+
+    specs: dict[str, Callable[..., Any]] = {
+        "memory_store_episode": store_episode,
+        "memory_store_fact": store_fact,
+        "memory_store_rule": store_rule,
+        "memory_search": search,
+        "memory_recall": recall,
+        "memory_get": get,
+        "memory_confirm": confirm,
+        "memory_mark_helpful": mark_helpful,
+        "memory_mark_harmful": mark_harmful,
+        "memory_forget": forget,
+        "memory_stats": stats,
+    }
+    return [_tool(engine, name, specs[name]) for name in names]
+
+
+def _tool(engine: MemoryEngine, name: str, spec: Callable[..., Any]) -> BaseTool:
+    # Each spec names the engine method, its arguments and how to render the
+    # result, so the sync and async tool bodies below are the only two.
+    @functools.wraps(spec)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        method, a, kw, render = spec(*args, **kwargs)
+        try:
+            return render(getattr(engine, method)(*a, **kw))
+        except LangmemError as err:
+            raise ToolException(f"{err.code}: {err}") from err
+
+    @functools.wraps(spec)
+    async def arun(*args: Any, **kwargs: Any) -> Any:
+        method, a, kw, render = spec(*args, **kwargs)
+        try:
+            return render(await getattr(engine, "a" + method)(*a, **kw))
+        except LangmemError as err:
+            raise ToolException(f"{err.code}: {err}") from err
+
+    tool = StructuredTool.from_function(
+        func=run, coroutine=arun, name=name, description=spec.__doc__ or name
+    )
+    tool.handle_tool_error = True
+    return tool
