@@ -8,14 +8,31 @@ Example:
     {'content': 'likes tea'}
 """
 
+from .engine import EngineConfig, MemoryContext, MemoryEngine
 from .errors import (
     ConfigurationError,
+    ContentTooLongError,
     EmbeddingDimensionError,
+    InvalidLayerError,
     InvalidValueError,
     LangmemError,
+    MemoryNotFoundError,
+    MissingIdentifierError,
+    ProviderError,
+    RateLimitedError,
     StoreError,
+    TenantAccessError,
 )
-from .stores import CachedEmbeddings, HybridSearchOp, IndexConfig, LocalEmbeddings, SQLiteStore
+from .stores import (
+    AsyncPostgresStore,
+    CachedEmbeddings,
+    HybridSearchOp,
+    IndexConfig,
+    LocalEmbeddings,
+    PostgresStore,
+    SQLiteStore,
+    VectorIndexConfig,
+)
 from .surfaces import (
     Compartments,
     MemoryToolError,
@@ -23,24 +40,39 @@ from .surfaces import (
     create_manage_memory_tool,
     create_search_memory_tool,
 )
+from .surfaces.memory_tools import create_memory_tools
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncPostgresStore",
     "CachedEmbeddings",
     "Compartments",
     "ConfigurationError",
+    "ContentTooLongError",
     "EmbeddingDimensionError",
+    "EngineConfig",
     "HybridSearchOp",
     "IndexConfig",
+    "InvalidLayerError",
     "InvalidValueError",
     "LangmemError",
     "LocalEmbeddings",
+    "MemoryContext",
+    "MemoryEngine",
+    "MemoryNotFoundError",
     "MemoryToolError",
+    "MissingIdentifierError",
     "NamespaceTemplate",
+    "PostgresStore",
+    "ProviderError",
+    "RateLimitedError",
     "SQLiteStore",
     "StoreError",
+    "TenantAccessError",
+    "VectorIndexConfig",
     "__version__",
     "create_manage_memory_tool",
+    "create_memory_tools",
     "create_search_memory_tool",
 ]

@@ -3,14 +3,18 @@
 from ._filters import OPERATORS
 from ._ops import HybridSearchOp, SearchMode
 from .embeddings import CachedEmbeddings, IndexConfig, LocalEmbeddings
+from .postgres import AsyncPostgresStore, PostgresStore, VectorIndexConfig
 from .sqlite import SQLiteStore
 
 __all__ = [
     "OPERATORS",
+    "AsyncPostgresStore",
     "CachedEmbeddings",
     "HybridSearchOp",
     "IndexConfig",
     "LocalEmbeddings",
+    "PostgresStore",
     "SQLiteStore",
     "SearchMode",
+    "VectorIndexConfig",
 ]

@@ -72,3 +72,17 @@ BACKENDS: list[Backend] = [
     Backend("sqlite-memory", _sqlite_memory, OURS),
     Backend("langgraph-inmemory", _inmemory, frozenset()),
 ]
+
+
+def _postgres(
+    request: Any, tmp_path: Any, *, index: Any = None, ttl: Any = None, is_async: bool = False
+) -> BaseStore:
+    from langmem_ext.stores.postgres import AsyncPostgresStore, PostgresStore
+
+    # A fresh schema per store: isolated tables in one shared server.
+    dsn = request.getfixturevalue("pg_server").fresh_schema()
+    cls = AsyncPostgresStore if is_async else PostgresStore
+    return cls(dsn, index=index, ttl=ttl, pool_config={"min_size": 1, "max_size": 4})
+
+
+BACKENDS.append(Backend("postgres", _postgres, OURS))

@@ -1,0 +1,595 @@
+"""The one engine behind PostgresStore and AsyncPostgresStore.
+
+Every database conversation is written once, as a generator that yields
+:class:`Exec` / :class:`Copy` steps and receives their rows (psycopg's own
+pattern for sync/async code). The sync store drives the generators with a
+``Connection``, the async store with an ``AsyncConnection``; neither contains
+SQL or decoding logic.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import logging
+import threading
+from collections.abc import Generator, Iterable, Sequence
+from typing import Any, NamedTuple, TypedDict
+
+import numpy as np
+import psycopg
+from langgraph.store.base import (
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    Op,
+    Result,
+    SearchItem,
+    TTLConfig,
+)
+from langgraph.store.base import _ensure_refresh as ensure_refresh
+from langgraph.store.base import _validate_namespace_labels as validate_labels
+
+from ...errors import ConfigurationError, InvalidValueError, StoreError
+from .._filters import normalize_filter
+from .._ops import (
+    SEARCH_MODES,
+    HybridSearchOp,
+    PreparedPut,
+    SearchMode,
+    decode_namespace,
+    encode_namespace,
+    prepare_ops,
+    prepare_put,
+)
+from ..embeddings import IndexInput, resolve_index
+from . import _sql
+from ._schema import BOOTSTRAP, LOCK_KEY, MIGRATIONS, hnsw_index_sql
+
+__all__ = ["Copy", "Exec", "PostgresCore", "VectorIndexConfig"]
+
+logger = logging.getLogger("langmem_ext.stores.postgres")
+
+
+class VectorIndexConfig(TypedDict, total=False):
+    """How vector search runs (``vector_index=`` of the stores).
+
+    ``{"kind": "exact"}`` (default): every query computes the cosine of every
+    vector in its namespace scope, so results are exact for any namespace or
+    filter. ``{"kind": "hnsw", "m": 16, "ef_construction": 64, "ef_search": 100}``
+    additionally builds an HNSW index, used with pgvector 0.8 iterative scans
+    for ``mode="vector"`` queries whose scope holds more than
+    ``exact_below`` vectors; smaller scopes stay exact.
+    """
+
+    kind: str
+    """``"exact"`` or ``"hnsw"``."""
+    m: int
+    """HNSW graph degree (16)."""
+    ef_construction: int
+    """HNSW build candidate list (64)."""
+    ef_search: int
+    """HNSW query candidate list, ``hnsw.ef_search`` (100)."""
+    max_scan_tuples: int
+    """``hnsw.max_scan_tuples`` for iterative scans (20000)."""
+    exact_below: int
+    """Scopes with at most this many vectors are searched exactly (50000)."""
+
+
+class Exec(NamedTuple):
+    sql: str
+    params: Sequence[Any] = ()
+    fetch: bool = False
+
+
+class Copy(NamedTuple):
+    sql: str
+    types: list[str]
+    rows: list[tuple[Any, ...]]
+
+
+Step = Exec | Copy
+Steps = Generator[Step, Any, Any]
+
+
+class _Plan(NamedTuple):
+    n: int
+    reads: list[tuple[int, Op]]
+    puts: list[PreparedPut]
+    modes: dict[int, str]
+    queries: list[str]
+    doc_texts: list[str]
+
+
+class PostgresCore:
+    """Configuration and the conversation generators shared by both stores."""
+
+    supports_ttl = True
+
+    def _configure(
+        self,
+        index: IndexInput | None,
+        ttl: TTLConfig | None,
+        search_mode: SearchMode | None,
+        vector_index: VectorIndexConfig | None,
+        text_search_config: str,
+        cache_backend: Any,
+    ) -> None:
+        self.index_config = dict(index) if index is not None else None
+        self._index = resolve_index(index, backend=cache_backend)
+        self.embeddings = self._index.embeddings if self._index else None
+        if search_mode is not None and search_mode not in SEARCH_MODES:
+            raise ConfigurationError(
+                f"unknown search_mode {search_mode!r}; use one of {', '.join(SEARCH_MODES)}"
+            )
+        if search_mode in ("vector", "hybrid") and self.embeddings is None:
+            raise ConfigurationError(
+                f"search_mode={search_mode!r} needs an embedder: pass index={{'embed': ...}} "
+                "or use search_mode='keyword'"
+            )
+        self.search_mode: SearchMode = search_mode or ("hybrid" if self.embeddings else "keyword")
+        self.ttl_config = ttl
+        vi = dict(vector_index or {"kind": "exact"})
+        if vi.get("kind", "exact") not in ("exact", "hnsw"):
+            raise ConfigurationError(
+                f"vector_index kind must be 'exact' or 'hnsw', got {vi.get('kind')!r}"
+            )
+        unknown = set(vi) - set(VectorIndexConfig.__annotations__)
+        if unknown:
+            raise ConfigurationError(f"unknown vector_index keys {sorted(unknown)}")
+        self.vector_index: dict[str, Any] = {
+            "kind": "exact",
+            "m": 16,
+            "ef_construction": 64,
+            "ef_search": 100,
+            "max_scan_tuples": 20000,
+            "exact_below": 50000,
+            **vi,
+        }
+        if self.vector_index["kind"] == "hnsw" and not (self._index and self._index.dims):
+            raise ConfigurationError("vector_index kind 'hnsw' needs index={'dims': ..., ...}")
+        self.text_search_config = text_search_config
+
+        self._sweeper: threading.Thread | None = None
+        self._sweep_stop = threading.Event()
+
+    @property
+    def _dims(self) -> int | None:
+        return self._index.dims if self._index and self.embeddings else None
+
+    def _omit_expired(self) -> bool:
+        return self.ttl_config is None or self.ttl_config.get("omit_expired", True)
+
+    # -- setup -------------------------------------------------------------------
+
+    def _setup_steps(self) -> Steps:
+        """Run inside one transaction: everything or nothing is applied."""
+        yield Exec("SELECT pg_advisory_xact_lock(%s)", [LOCK_KEY])
+        have = yield Exec("SELECT 1 FROM pg_extension WHERE extname = 'vector'", fetch=True)
+        if not have:
+            avail = yield Exec(
+                "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'", fetch=True
+            )
+            if not avail:
+                raise StoreError(
+                    "the PostgreSQL server has no 'vector' extension (pgvector) installed; "
+                    "install pgvector on the server (e.g. the postgresql-NN-pgvector package, "
+                    "or an image such as pgvector/pgvector) or use a managed service that "
+                    "offers it, then call setup() again"
+                )
+        for stmt in BOOTSTRAP:
+            yield Exec(stmt)
+        done = {r[0] for r in (yield Exec("SELECT v FROM lmx_migrations", fetch=True))}
+        for version, statements in enumerate(MIGRATIONS):
+            if version in done:
+                continue
+            for stmt in statements:
+                yield Exec(stmt)
+            yield Exec("INSERT INTO lmx_migrations (v) VALUES (%s)", [version])
+        dims = self._dims
+        if dims:
+            rows = yield Exec("SELECT value FROM lmx_meta WHERE key = 'dims'", fetch=True)
+            if rows and int(rows[0][0]) != dims:
+                raise ConfigurationError(
+                    f"this database holds {rows[0][0]}-dimensional vectors but index['dims'] "
+                    f"is {dims}; use the embedder the store was built with, or another schema"
+                )
+            if not rows:
+                yield Exec("INSERT INTO lmx_meta (key, value) VALUES ('dims', %s)", [str(dims)])
+            if self.vector_index["kind"] == "hnsw":
+                vi = self.vector_index
+                yield Exec(hnsw_index_sql(dims, vi["m"], vi["ef_construction"]))
+        return None
+
+    # -- batch -------------------------------------------------------------------
+
+    def _plan(self, ops: Iterable[Op]) -> _Plan:
+        # Everything that can reject input happens here, before any embedding
+        # call or write, so a rejected batch changes nothing.
+        all_ops, reads, puts = prepare_ops(ops)
+        embeds = self.embeddings is not None
+        fields = self._index.fields if self._index else None
+        prepared = [prepare_put(op, fields, embeds) for op in puts.values()]
+        for p in prepared:
+            if p.value_json is not None and "\\u0000" in p.value_json:
+                raise InvalidValueError(
+                    f"value for {p.namespace}/{p.key!r} contains the NUL character (\\u0000), "
+                    "which PostgreSQL cannot store in JSON; remove it"
+                )
+        modes: dict[int, str] = {}
+        queries: dict[str, None] = {}
+        for i, op in reads:
+            if isinstance(op, HybridSearchOp):
+                normalize_filter(op.filter)
+                mode = op.mode or self.search_mode
+                if mode == "vector" and not embeds:
+                    raise ConfigurationError(
+                        "mode='vector' needs an embedder; configure index={'embed': ...} "
+                        "or use mode='keyword'"
+                    )
+                if mode == "hybrid" and not embeds:
+                    mode = "keyword"
+                modes[i] = mode
+                if op.query and mode in ("vector", "hybrid"):
+                    queries[op.query] = None
+        doc_texts = [t for p in prepared for _, t in p.fields]
+        return _Plan(len(all_ops), reads, prepared, modes, list(queries), doc_texts)
+
+    def _batch_steps(
+        self, plan: _Plan, doc_vecs: np.ndarray | None, qvecs: dict[str, np.ndarray]
+    ) -> Steps:
+        """The whole batch, run in one transaction: reads, TTL refresh, writes."""
+        results: list[Result] = [None] * plan.n
+        live = _sql.live_clause(self._omit_expired())
+        refresh: list[int] = []
+        for i, op in plan.reads:
+            if isinstance(op, GetOp):
+                rows = yield Exec(
+                    f"SELECT {_sql.ITEM_COLS} FROM lmx_items i "
+                    f"WHERE i.prefix = %s AND i.key = %s AND {live}",
+                    [encode_namespace(op.namespace), op.key],
+                    fetch=True,
+                )
+                results[i] = _item(rows[0]) if rows else None
+                if rows and op.refresh_ttl and rows[0][6] is not None:
+                    refresh.append(rows[0][0])
+            elif isinstance(op, ListNamespacesOp):
+                rows = yield Exec(
+                    f"SELECT DISTINCT i.prefix FROM lmx_items i WHERE {live}", [], True
+                )
+                results[i] = _list_namespaces(op, [r[0] for r in rows])
+            else:
+                assert isinstance(op, HybridSearchOp)
+                rows = yield from self._search_steps(op, plan.modes[i], qvecs, live)
+                results[i] = [_item(r, search=True) for r in rows]
+                if op.refresh_ttl:
+                    refresh.extend(r[0] for r in rows if r[6] is not None)
+        if refresh:
+            yield Exec(
+                "UPDATE lmx_items SET expires_at = now() + ttl_minutes * interval '1 minute' "
+                "WHERE id = ANY(%s::bigint[]) AND ttl_minutes IS NOT NULL",
+                [refresh],
+            )
+        if plan.puts:
+            yield from self._put_steps(plan.puts, doc_vecs)
+        return results
+
+    def _search_steps(
+        self, op: HybridSearchOp, mode: str, qvecs: dict[str, np.ndarray], live: str
+    ) -> Steps:
+        if op.limit == 0:
+            return []
+        prefix = encode_namespace(op.namespace_prefix)
+        scope = _sql.scope_clause(prefix)
+        flt = _sql.compile_filter(normalize_filter(op.filter))
+        if not op.query:
+            sql, params = _sql.listing_query(scope, flt, live, op.limit, op.offset)
+            return (yield Exec(sql, params, fetch=True))
+        qvec = qvecs.get(op.query)
+        vi = self.vector_index
+        if mode == "vector" and vi["kind"] == "hnsw" and qvec is not None:
+            vscope = _sql.scope_clause(prefix, "v.prefix")
+            rows = yield Exec(
+                f"SELECT count(*) > %s FROM lmx_vectors v WHERE {vscope[0]}",
+                [vi["exact_below"], *vscope[1]],
+                fetch=True,
+            )
+            if rows[0][0]:
+                return (yield from self._hnsw_steps(op, prefix, flt, live, qvec))
+        tsq = _sql.tsquery_text(op.query) if mode in ("keyword", "hybrid") else None
+        weight = self._index.vector_weight if self._index else 0.5
+        sql, params = _sql.search_query(
+            mode=mode,
+            scope=scope,
+            vscope=_sql.scope_clause(prefix, "v.prefix"),
+            flt=flt,
+            live=live,
+            qvec=qvec,
+            tsq=tsq,
+            ts_config=self.text_search_config,
+            vector_weight=weight,
+            limit=op.limit,
+            offset=op.offset,
+            dims=self._dims,
+        )
+        return (yield Exec(sql, params, fetch=True))
+
+    def _hnsw_steps(
+        self, op: HybridSearchOp, prefix: str, flt: tuple[str, list[Any]], live: str, qvec: Any
+    ) -> Steps:
+        """Large scope, vector mode: walk the HNSW index with an iterative scan
+        in strict distance order, so filtered-out rows do not shorten the page.
+        Unindexed items follow from a second, exact query."""
+        vi = self.vector_index
+        yield Exec("SET LOCAL hnsw.iterative_scan = strict_order")
+        yield Exec(f"SET LOCAL hnsw.ef_search = {int(vi['ef_search'])}")
+        yield Exec(f"SET LOCAL hnsw.max_scan_tuples = {int(vi['max_scan_tuples'])}")
+        sql, params = _sql.hnsw_query(
+            _sql.scope_clause(prefix, "v.prefix"), flt, live, qvec, self._dims or 0, op
+        )
+        ranked = yield Exec(sql, params, fetch=True)
+        need = op.offset + op.limit
+        if len(ranked) >= need:
+            return ranked[op.offset : need]
+        scope = _sql.scope_clause(prefix)
+        sql, params = _sql.unindexed_query(scope, flt, live, need - len(ranked))
+        tail = yield Exec(sql, params, fetch=True)
+        return [*ranked, *tail][op.offset : need]
+
+    def _put_steps(self, puts: list[PreparedPut], doc_vecs: np.ndarray | None) -> Steps:
+        # Sorted so concurrent batches lock rows in the same order (no deadlock).
+        dels = sorted((encode_namespace(p.namespace), p.key) for p in puts if p.value_json is None)
+        ups = sorted(
+            ((encode_namespace(p.namespace), p.key), i, p)
+            for i, p in enumerate(puts)
+            if p.value_json is not None
+        )
+        if dels:
+            yield Exec(
+                "DELETE FROM lmx_items i USING unnest(%s::text[], %s::text[]) AS d(prefix, key) "
+                "WHERE i.prefix = d.prefix AND i.key = d.key",
+                [[d[0] for d in dels], [d[1] for d in dels]],
+            )
+        if not ups:
+            return None
+        rows = yield Exec(
+            "INSERT INTO lmx_items (prefix, key, value, expires_at, ttl_minutes, tsv) "
+            "SELECT d.prefix, d.key, d.value::jsonb, "
+            "now() + d.ttl * interval '1 minute', d.ttl, to_tsvector(%s::regconfig, d.txt) "
+            "FROM unnest(%s::text[], %s::text[], %s::text[], %s::float8[], %s::text[]) "
+            "AS d(prefix, key, value, ttl, txt) "
+            # created_at is deliberately not updated: it survives re-puts.
+            "ON CONFLICT (prefix, key) DO UPDATE SET value = excluded.value, "
+            "updated_at = now(), expires_at = excluded.expires_at, "
+            "ttl_minutes = excluded.ttl_minutes, tsv = excluded.tsv "
+            "RETURNING id, prefix, key, (xmax = 0) AS inserted",
+            [
+                self.text_search_config,
+                [k[0] for k, _, _ in ups],
+                [k[1] for k, _, _ in ups],
+                [p.value_json for _, _, p in ups],
+                [p.ttl for _, _, p in ups],
+                [p.keyword_text for _, _, p in ups],
+            ],
+            fetch=True,
+        )
+        ids = {(r[1], r[2]): r[0] for r in rows}
+        # A re-put replaces every vector of the item: none is left stale.
+        updated = [r[0] for r in rows if not r[3]]
+        if updated:
+            yield Exec("DELETE FROM lmx_vectors WHERE item_id = ANY(%s::bigint[])", [updated])
+        if doc_vecs is None:
+            return None
+        starts, pos = [], 0
+        for p in puts:
+            starts.append(pos)
+            pos += len(p.fields)
+        vec_rows: list[tuple[Any, ...]] = []
+        for key, i, p in ups:
+            for j, (label, _) in enumerate(p.fields):
+                vec_rows.append((ids[key], label, key[0], doc_vecs[starts[i] + j]))
+        if vec_rows:
+            yield Copy(
+                "COPY lmx_vectors (item_id, field, prefix, embedding) FROM STDIN (FORMAT BINARY)",
+                ["int8", "text", "text", "vector"],
+                vec_rows,
+            )
+        return None
+
+    def _embed_sync(self, plan: _Plan) -> tuple[np.ndarray | None, dict[str, np.ndarray]]:
+        emb = self.embeddings
+        if emb is None:
+            return None, {}
+        doc_vecs = emb.embed_documents_array(plan.doc_texts) if plan.doc_texts else None
+        return doc_vecs, {q: emb.embed_query_array(q) for q in plan.queries}
+
+    # -- search faces (both stores) ------------------------------------------------
+
+    def search(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+        mode: SearchMode | None = None,
+    ) -> list[SearchItem]:
+        """Search under a namespace prefix, ranked by ``query`` if given.
+
+        Same filters, modes and scores as :meth:`langmem_ext.SQLiteStore.search`;
+        pages are exact at any offset and inside any namespace or filter.
+
+        Example:
+            >>> store.search(("user",), query="dark mode", mode="vector")  # doctest: +SKIP
+        """
+        validate_labels(namespace_prefix)
+        refresh = ensure_refresh(self.ttl_config, refresh_ttl)
+        op = HybridSearchOp(namespace_prefix, filter, limit, offset, query, refresh, mode)
+        return self.batch([op])[0]  # type: ignore[attr-defined, no-any-return]
+
+    async def asearch(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+        mode: SearchMode | None = None,
+    ) -> list[SearchItem]:
+        """Async :meth:`search`."""
+        validate_labels(namespace_prefix)
+        refresh = ensure_refresh(self.ttl_config, refresh_ttl)
+        op = HybridSearchOp(namespace_prefix, filter, limit, offset, query, refresh, mode)
+        return (await self.abatch([op]))[0]  # type: ignore[attr-defined, no-any-return]
+
+    # -- TTL sweeper thread (both stores) ------------------------------------------
+
+    def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> concurrent.futures.Future[None]:
+        """Sweep expired items periodically on a daemon thread (it never keeps the
+        process alive). Returns a future that completes when the sweeper stops.
+
+        The interval defaults to ``ttl["sweep_interval_minutes"]``, else 5 minutes.
+        """
+        interval = sweep_interval_minutes
+        if interval is None and self.ttl_config:
+            interval = self.ttl_config.get("sweep_interval_minutes")
+        interval = 5.0 if interval is None else float(interval)
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        if self._sweeper is not None and self._sweeper.is_alive():
+            done.set_result(None)
+            return done
+        self._sweep_stop.clear()
+
+        def loop() -> None:
+            try:
+                while not self._sweep_stop.wait(interval * 60.0):
+                    try:
+                        n = self.sweep_ttl()  # type: ignore[attr-defined]
+                        if n:
+                            logger.info("TTL sweeper deleted %d expired items", n)
+                    except Exception:
+                        logger.exception("TTL sweep failed; retrying at the next interval")
+            finally:
+                done.set_result(None)
+
+        self._sweeper = threading.Thread(target=loop, name="langmem-ext-pg-ttl", daemon=True)
+        self._sweeper.start()
+        return done
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread; True if it stopped within ``timeout``."""
+        if self._sweeper is None:
+            return True
+        self._sweep_stop.set()
+        self._sweeper.join(timeout)
+        stopped = not self._sweeper.is_alive()
+        if stopped:
+            self._sweeper = None
+        return stopped
+
+    # -- TTL, cache --------------------------------------------------------------
+
+    @staticmethod
+    def _sweep_steps() -> Steps:
+        rows = yield Exec(
+            "WITH d AS (DELETE FROM lmx_items WHERE expires_at <= now() RETURNING 1) "
+            "SELECT count(*) FROM d",
+            fetch=True,
+        )
+        return int(rows[0][0])
+
+    @staticmethod
+    def _cache_get_steps(keys: Sequence[tuple[str, str, bytes]]) -> Steps:
+        rows = yield Exec(
+            "SELECT c.model, c.kind, c.hash, c.embedding FROM lmx_embedding_cache c "
+            "JOIN unnest(%s::text[], %s::text[], %s::bytea[]) AS d(m, k, h) "
+            "ON c.model = d.m AND c.kind = d.k AND c.hash = d.h",
+            [[k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]],
+            fetch=True,
+        )
+        return {(m, k, bytes(h)): np.asarray(e, dtype=np.float32) for m, k, h, e in rows}
+
+    @staticmethod
+    def _cache_put_steps(entries: dict[tuple[str, str, bytes], np.ndarray]) -> Steps:
+        keys = list(entries)
+        yield Exec(
+            "INSERT INTO lmx_embedding_cache (model, kind, hash, embedding) "
+            "SELECT d.m, d.k, d.h, string_to_array(d.e, ',')::real[] "
+            "FROM unnest(%s::text[], %s::text[], %s::bytea[], %s::text[]) AS d(m, k, h, e) "
+            "ON CONFLICT DO NOTHING",
+            [
+                [k[0] for k in keys],
+                [k[1] for k in keys],
+                [k[2] for k in keys],
+                [",".join(map(repr, np.asarray(entries[k]).tolist())) for k in keys],
+            ],
+        )
+        return None
+
+
+def _item(row: Sequence[Any], search: bool = False) -> Item:
+    _, prefix, key, value, created, updated, _ttl, *rest = row
+    args = dict(
+        namespace=decode_namespace(prefix),
+        key=key,
+        value=value if isinstance(value, dict) else json.loads(value),
+        created_at=created,
+        updated_at=updated,
+    )
+    if search:
+        score = rest[0] if rest else None
+        return SearchItem(**args, score=None if score is None else float(score))
+    return Item(**args)
+
+
+def _list_namespaces(op: ListNamespacesOp, prefixes: list[str]) -> list[tuple[str, ...]]:
+    namespaces = [decode_namespace(p) for p in prefixes]
+    for cond in op.match_conditions or ():
+        if cond.match_type not in ("prefix", "suffix"):
+            raise ValueError(f"unsupported match type {cond.match_type!r}; use prefix or suffix")
+        namespaces = [ns for ns in namespaces if _matches(cond.match_type, cond.path, ns)]
+    if op.max_depth is not None:
+        namespaces = list({ns[: op.max_depth] for ns in namespaces})
+    namespaces.sort()
+    return namespaces[op.offset : op.offset + op.limit]
+
+
+def _matches(kind: str, path: tuple[str, ...], ns: tuple[str, ...]) -> bool:
+    if len(ns) < len(path):
+        return False
+    pairs = zip(ns, path) if kind == "prefix" else zip(reversed(ns), reversed(path))
+    return all(p == "*" or n == p for n, p in pairs)
+
+
+def translate(e: psycopg.Error, where: str) -> Exception:
+    """A psycopg error → a langmem_ext error whose message says what to do."""
+    if isinstance(e, psycopg.errors.InsufficientPrivilege) and where == "setup":
+        return StoreError(
+            f"setup() lacks a privilege ({e}). The 'vector' extension must be created once "
+            "by a role allowed to: run `CREATE EXTENSION vector;` in this database as its "
+            "owner or a superuser, and grant CREATE on the schema to this role",
+            sqlstate=e.sqlstate,
+        )
+    if isinstance(e, psycopg.errors.UntranslatableCharacter):
+        return InvalidValueError(f"PostgreSQL cannot store a value in this batch: {e}")
+    if isinstance(e, psycopg.OperationalError):
+        return StoreError(
+            f"PostgreSQL connection failed during {where} ({one_line(e)}); the "
+            "transaction was rolled back, nothing from it was applied. Check the server and "
+            "the connection string, then retry",
+            sqlstate=e.sqlstate,
+        )
+    return StoreError(f"PostgreSQL error during {where}: {one_line(e)}", sqlstate=e.sqlstate)
+
+
+def one_line(e: BaseException) -> str:
+    """libpq messages span lines; error messages here read as one."""
+    return " ".join(str(e).split())

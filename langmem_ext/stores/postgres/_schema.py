@@ -1,0 +1,74 @@
+"""PostgresStore schema: append-only, versioned migrations. No I/O here.
+
+Each migration runs in one transaction together with its row in
+``lmx_migrations``, after ``pg_advisory_xact_lock`` has been taken, so several
+processes calling ``setup()`` at once apply each version exactly once (the
+others wait, then see it recorded). Never edit a released migration: append a
+new one.
+
+Tables live in the first schema of the connection's ``search_path`` (``public``
+by default), so one database can hold several stores, one per schema.
+"""
+
+from __future__ import annotations
+
+__all__ = ["LOCK_KEY", "MIGRATIONS", "hnsw_index_sql"]
+
+# pg_advisory_xact_lock key: "lmx" + 1, an arbitrary constant shared by every
+# process running these migrations.
+LOCK_KEY = 0x6C6D7801
+
+MIGRATIONS: list[list[str]] = [
+    [
+        """CREATE TABLE IF NOT EXISTS lmx_items (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            prefix text COLLATE "C" NOT NULL,   -- namespace labels joined by '.'
+            key text COLLATE "C" NOT NULL,
+            value jsonb NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            updated_at timestamptz NOT NULL DEFAULT now(),
+            expires_at timestamptz,             -- NULL: never
+            ttl_minutes double precision,       -- kept for refresh on read; fractional allowed
+            tsv tsvector,                       -- keyword index of the indexed text
+            UNIQUE (prefix, key)
+        )""",
+        "CREATE INDEX IF NOT EXISTS lmx_items_updated ON lmx_items (prefix, updated_at)",
+        "CREATE INDEX IF NOT EXISTS lmx_items_expires ON lmx_items (expires_at) "
+        "WHERE expires_at IS NOT NULL",
+        "CREATE INDEX IF NOT EXISTS lmx_items_tsv ON lmx_items USING gin (tsv)",
+        # The namespace is repeated here so a namespace-scoped vector search is a
+        # btree range scan over that namespace's vectors only (no join first).
+        """CREATE TABLE IF NOT EXISTS lmx_vectors (
+            item_id bigint NOT NULL REFERENCES lmx_items (id) ON DELETE CASCADE,
+            field text NOT NULL,
+            prefix text COLLATE "C" NOT NULL,
+            embedding vector NOT NULL,
+            PRIMARY KEY (item_id, field)
+        )""",
+        "CREATE INDEX IF NOT EXISTS lmx_vectors_prefix ON lmx_vectors (prefix)",
+        """CREATE TABLE IF NOT EXISTS lmx_embedding_cache (
+            model text NOT NULL,
+            kind text NOT NULL,
+            hash bytea NOT NULL,                -- sha256 of the text
+            embedding real[] NOT NULL,
+            PRIMARY KEY (model, kind, hash)
+        )""",
+        "CREATE TABLE IF NOT EXISTS lmx_meta (key text PRIMARY KEY, value text NOT NULL)",
+    ],
+]
+
+BOOTSTRAP = [
+    "CREATE EXTENSION IF NOT EXISTS vector",
+    "CREATE TABLE IF NOT EXISTS lmx_migrations "
+    "(v integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+]
+
+
+def hnsw_index_sql(dims: int, m: int, ef_construction: int) -> str:
+    """The optional HNSW index. It indexes ``embedding::vector(dims)`` (the column
+    itself has no fixed length), so queries must use that same expression."""
+    return (
+        f"CREATE INDEX IF NOT EXISTS lmx_vectors_hnsw_{dims}_{m}_{ef_construction} "
+        f"ON lmx_vectors USING hnsw ((embedding::vector({int(dims)})) vector_cosine_ops) "
+        f"WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
+    )

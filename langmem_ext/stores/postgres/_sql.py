@@ -1,0 +1,298 @@
+"""Pure SQL builders for PostgresStore: each returns ``(sql, params)``. No I/O.
+
+Shared by the sync and async stores. User data (namespace labels, keys,
+values, filter field names and operands, query words) is always a bound
+parameter, never spliced into SQL text.
+
+Filters compile :func:`~langmem_ext.stores._filters.normalize_filter`
+conditions into ``jsonb`` expressions with the semantics documented there:
+``$eq`` uses ``jsonb`` equality (type-aware, ``1 = 1.0``, ``"1" <> 1``); range
+operators look at ``jsonb_typeof`` inside a ``CASE`` before casting, so numbers
+compare as numbers, strings as strings (``COLLATE "C"``, like SQLite's binary
+order) and nothing else ever matches or raises a cast error.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from .._filters import Condition
+
+__all__ = [
+    "ITEM_COLS",
+    "compile_filter",
+    "field_expr",
+    "live_clause",
+    "scope_clause",
+    "search_query",
+    "tsquery_text",
+]
+
+ITEM_COLS = "i.id, i.prefix, i.key, i.value, i.created_at, i.updated_at, i.ttl_minutes"
+LIVE = "(i.expires_at IS NULL OR i.expires_at > now())"
+
+_STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each
+    few for from further had has have having he her here hers herself him himself his how
+    i if in into is it its itself just me more most my myself no nor not of off on once
+    only or other our ours ourselves out over own same she should so some such than that
+    the their theirs them themselves then there these they this those through to too under
+    until up very was we were what when where which while who whom why will with would you
+    your yours yourself yourselves""".split()
+)
+
+
+def live_clause(omit_expired: bool) -> str:
+    return LIVE if omit_expired else "TRUE"
+
+
+def scope_clause(prefix: str, col: str = "i.prefix") -> tuple[str, list[Any]]:
+    """Rows whose namespace is ``prefix`` or below it.
+
+    Labels cannot contain ``.``, so the descendants of ``a.b`` are exactly the
+    strings in [``a.b.``, ``a.b/``) under byte order (``/`` follows ``.``); the
+    prefix columns use ``COLLATE "C"`` so this is a btree range scan, and there
+    are no ``LIKE`` wildcards (``%``, ``_``) in user labels to escape.
+    """
+    if not prefix:
+        return "TRUE", []
+    return f"({col} = %s OR ({col} >= %s AND {col} < %s))", [prefix, prefix + ".", prefix + "/"]
+
+
+def tsquery_text(text: str) -> str | None:
+    """Free text → a ``to_tsquery`` argument: its words OR-ed (stop words dropped).
+
+    Words are ``\\w+`` runs, so tsquery syntax in user text (``&|!():*'``) never
+    reaches the parser; each is quoted as a tsquery lexeme anyway.
+    """
+    words = [w for w in re.findall(r"\w+", text.lower()) if w not in _STOPWORDS]
+    if not words:
+        words = re.findall(r"\w+", text.lower())
+    words = list(dict.fromkeys(words))
+    return " | ".join(f"'{w}'" for w in words) if words else None
+
+
+def field_expr(path: tuple[str, ...], col: str = "i.value") -> tuple[str, list[Any]]:
+    """``value -> 'a' -> 'b'`` with bound keys. ``->`` with a text key yields
+    NULL on arrays and scalars, so ``tags.0`` never indexes into a list (as in
+    SQLite's ``$."tags"."0"``)."""
+    return col + "".join(" -> %s::text" for _ in path), list(path)
+
+
+def compile_filter(conditions: list[Condition], col: str = "i.value") -> tuple[str, list[Any]]:
+    """AND of all conditions as one SQL boolean (``TRUE`` when empty)."""
+    parts: list[str] = []
+    params: list[Any] = []
+    for cond in conditions:
+        sql, p = _condition(cond, col)
+        parts.append(sql)
+        params.extend(p)
+    return (" AND ".join(parts) if parts else "TRUE"), params
+
+
+def _condition(cond: Condition, col: str) -> tuple[str, list[Any]]:
+    x, xp = field_expr(cond.path, col)
+    op, v = cond.op, cond.value
+    if op == "$eq":
+        return _eq(x, xp, v)
+    if op == "$ne":
+        sql, p = _eq(x, xp, v)
+        return f"NOT {sql}", p
+    if op in ("$in", "$nin"):
+        if not v:
+            return ("FALSE" if op == "$in" else "TRUE"), []
+        sqls, params = [], []
+        for item in v:
+            s, p = _eq(x, xp, item)
+            sqls.append(s)
+            params.extend(p)
+        any_sql = "(" + " OR ".join(sqls) + ")"
+        return (any_sql if op == "$in" else f"NOT {any_sql}"), params
+    if op == "$exists":
+        return f"(({x}) IS {'NOT ' if v else ''}NULL)", xp
+    if op == "$contains":
+        sqls, params = [], []
+        for item in v if isinstance(v, list | tuple) else [v]:
+            s, p = _contains(x, xp, item)
+            sqls.append(s)
+            params.extend(p)
+        return "(" + " AND ".join(sqls) + ")", params
+    sym = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[op]
+    if isinstance(v, int | float):
+        # CASE, not AND: PostgreSQL may evaluate AND operands in any order and
+        # the cast would fail on a string.
+        sql = (
+            f"(CASE WHEN jsonb_typeof({x}) = 'number' "
+            f"THEN ({x})::numeric {sym} %s::numeric ELSE FALSE END)"
+        )
+        return sql, [*xp, *xp, v]
+    sql = (
+        f"(CASE WHEN jsonb_typeof({x}) = 'string' "
+        f"THEN ({x} #>> '{{}}') COLLATE \"C\" {sym} %s::text ELSE FALSE END)"
+    )
+    return sql, [*xp, *xp, v]
+
+
+def _eq(x: str, xp: list[Any], v: Any) -> tuple[str, list[Any]]:
+    if v is None:
+        return f"COALESCE(jsonb_typeof({x}), 'null') = 'null'", xp
+    return f"COALESCE(({x}) = %s::jsonb, FALSE)", [*xp, Jsonb(v)]
+
+
+def _contains(x: str, xp: list[Any], v: Any) -> tuple[str, list[Any]]:
+    arr = f"COALESCE(jsonb_typeof({x}) = 'array' AND ({x}) @> %s::jsonb, FALSE)"
+    params: list[Any] = [*xp, *xp, Jsonb([v])]
+    if isinstance(v, str):
+        text = f"COALESCE(jsonb_typeof({x}) = 'string' AND strpos({x} #>> '{{}}', %s) > 0, FALSE)"
+        return f"({arr} OR {text})", [*params, *xp, *xp, v]
+    return arr, params
+
+
+# -- search -------------------------------------------------------------------
+
+
+def search_query(
+    *,
+    mode: str,
+    scope: tuple[str, list[Any]],
+    vscope: tuple[str, list[Any]],
+    flt: tuple[str, list[Any]],
+    live: str,
+    qvec: Any | None,
+    tsq: str | None,
+    ts_config: str,
+    vector_weight: float,
+    limit: int,
+    offset: int,
+    dims: int | None,
+) -> tuple[str, list[Any]]:
+    """One exact search, ranked entirely in SQL (see ``_hybrid`` for scores).
+
+    Ranked items come first by (score desc, id asc); items no ranking covers
+    (unindexed, or no keyword match) follow with a NULL score, most recently
+    updated first. Because the page is cut by ``LIMIT/OFFSET`` after filtering,
+    deep offsets and filtered pages are exact.
+    """
+    (ssql, sp), (vsql, vp), (fsql, fp) = scope, vscope, flt
+    ctes: list[str] = []
+    params: list[Any] = []
+    has_vec = qvec is not None and mode in ("vector", "hybrid")
+    has_kw = tsq is not None and mode in ("keyword", "hybrid")
+    if has_vec:
+        cast = f"::vector({dims})" if dims else "::vector"
+        # Best vector per item: items with several embedded fields score as their best.
+        ctes.append(
+            f"sims AS (SELECT v.item_id, max(1 - (v.embedding <=> %s{cast})) AS cos "
+            f"FROM lmx_vectors v WHERE {vsql} GROUP BY v.item_id)"
+        )
+        params += [qvec, *vp]
+    if has_kw:
+        ctes.append(
+            "kw AS (SELECT i.id AS item_id, ts_rank_cd(i.tsv, q.q) AS rel "
+            f"FROM lmx_items i, to_tsquery(%s::regconfig, %s) AS q(q) "
+            f"WHERE i.tsv @@ q.q AND {ssql})"
+        )
+        params += [ts_config, tsq, *sp]
+        # keyword = relevance / best relevance, in (0, 1]; all 1 when best <= 0
+        ctes.append(
+            "kwn AS (SELECT item_id, CASE WHEN max(rel) OVER () > 0 "
+            "THEN least(rel / max(rel) OVER (), 1.0) ELSE 1.0 END AS k FROM kw)"
+        )
+    if has_vec and mode == "vector":
+        ctes.append("scored AS (SELECT item_id, cos AS score FROM sims)")
+    elif has_vec and has_kw:
+        # cosine min-max normalised over the scope (before filters), then fused
+        ctes.append(
+            "vn AS (SELECT item_id, CASE WHEN max(cos) OVER () > min(cos) OVER () "
+            "THEN (cos - min(cos) OVER ()) / (max(cos) OVER () - min(cos) OVER ()) "
+            "ELSE 1.0 END AS v FROM sims)"
+        )
+        ctes.append(
+            "scored AS (SELECT COALESCE(vn.item_id, kwn.item_id) AS item_id, "
+            "%s * COALESCE(vn.v, 0) + %s * COALESCE(kwn.k, 0) AS score "
+            "FROM vn FULL JOIN kwn ON kwn.item_id = vn.item_id)"
+        )
+        params += [vector_weight, 1.0 - vector_weight]
+    elif has_vec:  # hybrid without a keyword query: vector part only, normalised
+        ctes.append(
+            "scored AS (SELECT item_id, %s * CASE WHEN max(cos) OVER () > min(cos) OVER () "
+            "THEN (cos - min(cos) OVER ()) / (max(cos) OVER () - min(cos) OVER ()) "
+            "ELSE 1.0 END AS score FROM sims)"
+        )
+        params += [vector_weight]
+    elif has_kw:
+        ctes.append("scored AS (SELECT item_id, k AS score FROM kwn)")
+    else:
+        ctes.append("scored AS (SELECT NULL::bigint AS item_id, NULL::float8 AS score LIMIT 0)")
+    # The page is cut on narrow rows (id, score, updated_at); only its rows are
+    # then joined back for their values, so no jsonb is carried through the sort.
+    order = (
+        "ORDER BY {s} DESC NULLS LAST, CASE WHEN {s} IS NOT NULL THEN {i} END ASC, "
+        "{u} DESC, {i} DESC"
+    )
+    sql = (
+        "WITH " + ", ".join(ctes) + ", page AS (SELECT i.id, sc.score, i.updated_at "
+        "FROM lmx_items i LEFT JOIN scored sc ON sc.item_id = i.id "
+        f"WHERE {ssql} AND {live} AND {fsql} "
+        + order.format(s="sc.score", i="i.id", u="i.updated_at")
+        + f" LIMIT %s OFFSET %s) SELECT {ITEM_COLS}, p.score FROM page p "
+        "JOIN lmx_items i ON i.id = p.id " + order.format(s="p.score", i="p.id", u="p.updated_at")
+    )
+    params += [*sp, *fp, limit, offset]
+    return sql, params
+
+
+def listing_query(
+    scope: tuple[str, list[Any]], flt: tuple[str, list[Any]], live: str, limit: int, offset: int
+) -> tuple[str, list[Any]]:
+    """Search without a query: newest first."""
+    (ssql, sp), (fsql, fp) = scope, flt
+    sql = (
+        f"SELECT {ITEM_COLS}, NULL::float8 FROM lmx_items i WHERE {ssql} AND {live} AND {fsql} "
+        "ORDER BY i.updated_at DESC, i.id DESC LIMIT %s OFFSET %s"
+    )
+    return sql, [*sp, *fp, limit, offset]
+
+
+def hnsw_query(
+    vscope: tuple[str, list[Any]],
+    flt: tuple[str, list[Any]],
+    live: str,
+    qvec: Any,
+    dims: int,
+    op: Any,
+) -> tuple[str, list[Any]]:
+    """Nearest vectors through the HNSW index (``ORDER BY distance LIMIT``, the
+    only shape pgvector can serve from the index), filters applied during the
+    iterative scan. An item with several vectors may appear once per vector;
+    the caller's page is cut after ``DISTINCT ON`` keeps its best one."""
+    (vsql, vp), (fsql, fp) = vscope, flt
+    need = op.offset + op.limit
+    sql = (
+        f"SELECT {ITEM_COLS}, n.score FROM ("
+        "SELECT DISTINCT ON (item_id) item_id, score FROM ("
+        f"SELECT v.item_id, 1 - ((v.embedding::vector({int(dims)})) <=> %s::vector({int(dims)})) "
+        "AS score FROM lmx_vectors v JOIN lmx_items i ON i.id = v.item_id "
+        f"WHERE {vsql} AND {live} AND {fsql} "
+        f"ORDER BY (v.embedding::vector({int(dims)})) <=> %s::vector({int(dims)}) LIMIT %s"
+        ") c ORDER BY item_id, score DESC) n JOIN lmx_items i ON i.id = n.item_id "
+        "ORDER BY n.score DESC, i.id ASC"
+    )
+    return sql, [qvec, *vp, *fp, qvec, need * 2]
+
+
+def unindexed_query(
+    scope: tuple[str, list[Any]], flt: tuple[str, list[Any]], live: str, limit: int
+) -> tuple[str, list[Any]]:
+    """Items without any vector, newest first (they follow ranked items)."""
+    (ssql, sp), (fsql, fp) = scope, flt
+    sql = (
+        f"SELECT {ITEM_COLS}, NULL::float8 FROM lmx_items i WHERE {ssql} AND {live} AND {fsql} "
+        "AND NOT EXISTS (SELECT 1 FROM lmx_vectors v WHERE v.item_id = i.id) "
+        "ORDER BY i.updated_at DESC, i.id DESC LIMIT %s"
+    )
+    return sql, [*sp, *fp, limit]

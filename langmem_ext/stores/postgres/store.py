@@ -1,0 +1,258 @@
+"""PostgresStore: the synchronous shell. It only runs the conversations that
+:mod:`._core` writes once (and :class:`AsyncPostgresStore` runs too)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import psycopg
+from langgraph.store.base import BaseStore, Op, Result, TTLConfig
+from psycopg.types import TypeInfo
+from psycopg_pool import ConnectionPool
+
+from ...errors import StoreError
+from .._ops import SearchMode
+from ..embeddings import IndexInput
+from ._adapt import adapt, dumper_for
+from ._core import Copy, PostgresCore, Steps, VectorIndexConfig, one_line, translate
+
+__all__ = ["PoolConfig", "PostgresStore"]
+
+logger = logging.getLogger(__name__)
+
+PoolConfig = dict[str, Any]  # min_size, max_size, timeout, kwargs… (psycopg_pool options)
+
+
+def drive(steps: Steps, conn: psycopg.Connection[Any]) -> Any:
+    """Run a conversation generator on a connection; returns its result."""
+    with conn.cursor() as cur:
+        try:
+            step = next(steps)
+            while True:
+                if isinstance(step, Copy):
+                    with cur.copy(step.sql) as cp:
+                        cp.set_types(step.types)
+                        for row in step.rows:
+                            cp.write_row(row)
+                    out = None
+                else:
+                    cur.execute(step.sql, step.params)
+                    out = cur.fetchall() if step.fetch else None
+                step = steps.send(out)
+        except StopIteration as stop:
+            return stop.value
+
+
+class PostgresStore(PostgresCore, BaseStore):
+    """LangGraph store on PostgreSQL + pgvector, with hybrid search and exact
+    recall inside namespaces.
+
+    Args:
+        conn: a connection string (the store then owns a ``psycopg_pool``
+            ``ConnectionPool``), a ``psycopg.Connection`` (used under a lock),
+            or a ``ConnectionPool`` you own.
+        index: LangGraph-style ``{"dims", "embed", "fields"}`` (see
+            :class:`~langmem_ext.stores.IndexConfig`); without ``embed``, search
+            is keyword-only (PostgreSQL full text).
+        ttl: LangGraph ``TTLConfig``; expiry uses the server's clock.
+        search_mode: default ``"hybrid"`` with an embedder, else ``"keyword"``.
+        vector_index: :class:`VectorIndexConfig`; exact by default.
+        pool_config: options for the owned pool (``min_size`` 1, ``max_size`` 10,
+            ``timeout`` 30 s, ``kwargs``).
+        text_search_config: PostgreSQL text search configuration (``"english"``).
+
+    Example:
+        >>> with PostgresStore.from_conn_string(dsn) as store:  # doctest: +SKIP
+        ...     store.put(("user", "u1"), "m1", {"content": "prefers dark mode"})
+        ...     [r.key for r in store.search(("user",), query="dark mode")]
+        ['m1']
+    """
+
+    def __init__(
+        self,
+        conn: str | psycopg.Connection[Any] | ConnectionPool[Any],
+        *,
+        index: IndexInput | None = None,
+        ttl: TTLConfig | None = None,
+        search_mode: SearchMode | None = None,
+        vector_index: VectorIndexConfig | None = None,
+        pool_config: PoolConfig | None = None,
+        text_search_config: str = "english",
+    ) -> None:
+        self._configure(index, ttl, search_mode, vector_index, text_search_config, _Cache(self))
+        self._conninfo = conn if isinstance(conn, str) else None
+        self._conn = conn if isinstance(conn, psycopg.Connection) else None
+        self._pool = conn if isinstance(conn, ConnectionPool) else None
+        if self._conninfo is None and self._conn is None and self._pool is None:
+            raise TypeError(
+                "conn must be a connection string, a psycopg.Connection or a "
+                f"psycopg_pool.ConnectionPool, got {type(conn).__name__}"
+            )
+        self._owns_pool = self._conninfo is not None
+        self._pool_config = dict(pool_config or {})
+        self._lock = threading.RLock()
+        self._info: TypeInfo | None = None
+        self._dumper: type | None = None
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, conn_string: str, **kwargs: Any) -> Iterator[PostgresStore]:
+        """Open a store on a connection string, set it up, close it after.
+
+        Example:
+            >>> with PostgresStore.from_conn_string("postgresql:///app") as s:  # doctest: +SKIP
+            ...     s.put(("a",), "k", {"v": 1})
+        """
+        store = cls(conn_string, **kwargs)
+        try:
+            store.setup()
+            yield store
+        finally:
+            store.close()
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Create or migrate the schema (idempotent, safe from many processes at
+        once); also called on first use.
+
+        Raises:
+            StoreError: the server cannot be reached (bad connection string), the
+                ``vector`` extension is not installed or cannot be created.
+            ConfigurationError: the database holds vectors of another dimension.
+        """
+        with self._lock:
+            if self._info is not None:
+                return
+            if self._conninfo is not None:
+                try:
+                    conn = psycopg.connect(self._conninfo, autocommit=True, connect_timeout=10)
+                except psycopg.Error as e:
+                    raise StoreError(
+                        f"cannot connect to PostgreSQL ({one_line(e)}); check the connection "
+                        "string: host (or socket directory), port, dbname, user and password",
+                        sqlstate=e.sqlstate,
+                    ) from e
+                with conn:
+                    self._setup_on(conn)
+                self._open_pool()
+            elif self._conn is not None:
+                self._setup_on(self._conn)
+            else:
+                assert self._pool is not None
+                with self._pool.connection() as conn:
+                    self._setup_on(conn)
+
+    def _setup_on(self, conn: psycopg.Connection[Any]) -> None:
+        try:
+            with conn.transaction():
+                drive(self._setup_steps(), conn)
+            info = TypeInfo.fetch(conn, "vector")
+        except psycopg.Error as e:
+            raise translate(e, "setup") from e
+        assert info is not None
+        self._dumper = dumper_for(info)
+        self._info = info
+
+    def _open_pool(self) -> None:
+        pc = dict(self._pool_config)
+        kwargs = {"autocommit": True, **(pc.pop("kwargs", None) or {})}
+        info, dumper = self._info, self._dumper
+
+        def configure(conn: psycopg.Connection[Any]) -> None:
+            adapt(conn, info, dumper)  # type: ignore[arg-type]
+
+        self._pool = ConnectionPool(
+            self._conninfo,  # type: ignore[arg-type]
+            min_size=pc.pop("min_size", 1),
+            max_size=pc.pop("max_size", 10),
+            kwargs=kwargs,
+            configure=configure,
+            open=False,
+            **pc,
+        )
+        self._pool.open(wait=True, timeout=pc.get("timeout", 30.0))
+
+    def close(self) -> None:
+        """Stop the sweeper and close the pool the store owns (never a connection
+        or pool you passed in)."""
+        self.stop_ttl_sweeper()
+        with self._lock:
+            if self._owns_pool and self._pool is not None:
+                self._pool.close()
+                self._pool = None
+                self._info = None
+
+    def __enter__(self) -> PostgresStore:
+        self.setup()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        self.setup()
+        if self._conn is not None:
+            with self._lock:
+                adapt(self._conn, self._info, self._dumper)  # type: ignore[arg-type]
+                yield self._conn
+            return
+        assert self._pool is not None
+        with self._pool.connection() as conn:
+            adapt(conn, self._info, self._dumper)  # type: ignore[arg-type]
+            yield conn
+
+    def _run(self, steps: Steps, where: str) -> Any:
+        try:
+            with self._connection() as conn, conn.transaction():
+                return drive(steps, conn)
+        except psycopg.Error as e:
+            raise translate(e, where) from e
+
+    # -- batch -------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run operations as LangGraph's stores do (reads, then writes; the last
+        put to a key wins), all in one transaction.
+
+        Raises:
+            StoreError: the connection dropped or the server failed; nothing of
+                the batch was applied.
+        """
+        plan = self._plan(ops)
+        return self._run(self._batch_steps(plan, *self._embed_sync(plan)), "a batch")  # type: ignore[no-any-return]
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Runs :meth:`batch` in a worker thread; prefer :class:`AsyncPostgresStore`
+        in async code."""
+        import asyncio
+
+        return await asyncio.to_thread(self.batch, ops)
+
+    # -- TTL ---------------------------------------------------------------------
+
+    def sweep_ttl(self) -> int:
+        """Delete expired items now (with their vectors); returns how many."""
+        return int(self._run(self._sweep_steps(), "the TTL sweep"))
+
+
+class _Cache:
+    """Persistent embedding cache in the ``lmx_embedding_cache`` table."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self._store = store
+
+    def get_many(self, keys: Sequence[tuple[str, str, bytes]]) -> dict:
+        return self._store._run(self._store._cache_get_steps(keys), "an embedding cache read")
+
+    def put_many(self, entries: dict[tuple[str, str, bytes], np.ndarray]) -> None:
+        self._store._run(self._store._cache_put_steps(entries), "an embedding cache write")
+
+
+PostgresStore.__module__ = "langmem_ext"

@@ -1,0 +1,315 @@
+"""AsyncPostgresStore: the asyncio shell over the same conversations as
+:class:`PostgresStore` (see :mod:`._core`); real async I/O, no worker threads
+for the database."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import numpy as np
+import psycopg
+from langgraph.store.base import BaseStore, Op, Result, TTLConfig
+from psycopg.types import TypeInfo
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from ...errors import StoreError
+from .._ops import SearchMode
+from ..embeddings import IndexInput
+from ._adapt import adapt, dumper_for
+from ._core import Copy, PostgresCore, Steps, VectorIndexConfig, one_line, translate
+from .store import PoolConfig, drive
+
+__all__ = ["AsyncPostgresStore"]
+
+logger = logging.getLogger(__name__)
+
+
+async def adrive(steps: Steps, conn: psycopg.AsyncConnection[Any]) -> Any:
+    """Async twin of :func:`~.store.drive`."""
+    async with conn.cursor() as cur:
+        try:
+            step = next(steps)
+            while True:
+                if isinstance(step, Copy):
+                    async with cur.copy(step.sql) as cp:
+                        cp.set_types(step.types)
+                        for row in step.rows:
+                            await cp.write_row(row)
+                    out = None
+                else:
+                    await cur.execute(step.sql, step.params)
+                    out = await cur.fetchall() if step.fetch else None
+                step = steps.send(out)
+        except StopIteration as stop:
+            return stop.value
+
+
+class AsyncPostgresStore(PostgresCore, BaseStore):
+    """Async :class:`~langmem_ext.PostgresStore`: same arguments, but ``conn`` is a
+    connection string (an owned ``AsyncConnectionPool``), a
+    ``psycopg.AsyncConnection`` or an ``AsyncConnectionPool``. Sync methods are
+    not available: use ``aget``, ``aput``, ``asearch``…
+
+    The persistent embedding cache uses a small sync connection made from the
+    connection string (or the pool's ``conninfo``) in a worker thread, because
+    the embedder's cache interface is synchronous; with a bare
+    ``AsyncConnection`` the cache stays in memory.
+
+    Example:
+        >>> async with AsyncPostgresStore(dsn) as store:  # doctest: +SKIP
+        ...     await store.aput(("user", "u1"), "m1", {"content": "likes tea"})
+        ...     [r.key for r in await store.asearch(("user",), query="tea")]
+        ['m1']
+    """
+
+    def __init__(
+        self,
+        conn: str | psycopg.AsyncConnection[Any] | AsyncConnectionPool[Any],
+        *,
+        index: IndexInput | None = None,
+        ttl: TTLConfig | None = None,
+        search_mode: SearchMode | None = None,
+        vector_index: VectorIndexConfig | None = None,
+        pool_config: PoolConfig | None = None,
+        text_search_config: str = "english",
+    ) -> None:
+        self._conninfo = conn if isinstance(conn, str) else None
+        self._conn = conn if isinstance(conn, psycopg.AsyncConnection) else None
+        self._pool = conn if isinstance(conn, AsyncConnectionPool) else None
+        if self._conninfo is None and self._conn is None and self._pool is None:
+            raise TypeError(
+                "conn must be a connection string, a psycopg.AsyncConnection or a "
+                f"psycopg_pool.AsyncConnectionPool, got {type(conn).__name__}"
+            )
+        cache_dsn = self._conninfo or (self._pool.conninfo if self._pool is not None else None)
+        self._sync = _SyncSide(self, cache_dsn)
+        self._configure(index, ttl, search_mode, vector_index, text_search_config, self._sync)
+        self._owns_pool = self._conninfo is not None
+        self._pool_config = dict(pool_config or {})
+        self._lock: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._info: TypeInfo | None = None
+        self._dumper: type | None = None
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    async def asetup(self) -> None:
+        """Create or migrate the schema; see :meth:`PostgresStore.setup
+        <langmem_ext.PostgresStore.setup>` (same errors)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._info is not None and (self._pool is not None or not self._owns_pool):
+                return
+            if self._info is not None:
+                pass  # set up through the sync side; only the pool is missing
+            elif self._conninfo is not None:
+                try:
+                    conn = await psycopg.AsyncConnection.connect(
+                        self._conninfo, autocommit=True, connect_timeout=10
+                    )
+                except psycopg.Error as e:
+                    raise StoreError(
+                        f"cannot connect to PostgreSQL ({one_line(e)}); check the connection "
+                        "string: host (or socket directory), port, dbname, user and password",
+                        sqlstate=e.sqlstate,
+                    ) from e
+                async with conn:
+                    await self._setup_on(conn)
+            elif self._conn is not None:
+                await self._setup_on(self._conn)
+            else:
+                assert self._pool is not None
+                async with self._pool.connection() as conn:
+                    await self._setup_on(conn)
+            if self._owns_pool and self._pool is None:
+                await self._open_pool()
+            self._loop = asyncio.get_running_loop()
+
+    def _setup_sync(self, conn: psycopg.Connection[Any]) -> None:
+        try:
+            with conn.transaction():
+                drive(self._setup_steps(), conn)
+            info = TypeInfo.fetch(conn, "vector")
+        except psycopg.Error as e:
+            raise translate(e, "setup") from e
+        assert info is not None
+        self._dumper = dumper_for(info)
+        self._info = info
+
+    async def _setup_on(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        try:
+            async with conn.transaction():
+                await adrive(self._setup_steps(), conn)
+            info = await TypeInfo.fetch(conn, "vector")
+        except psycopg.Error as e:
+            raise translate(e, "setup") from e
+        assert info is not None
+        self._dumper = dumper_for(info)
+        self._info = info
+
+    async def _open_pool(self) -> None:
+        pc = dict(self._pool_config)
+        kwargs = {"autocommit": True, **(pc.pop("kwargs", None) or {})}
+        info, dumper = self._info, self._dumper
+
+        async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
+            adapt(conn, info, dumper)  # type: ignore[arg-type]
+
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            self._conninfo,  # type: ignore[arg-type]
+            min_size=pc.pop("min_size", 1),
+            max_size=pc.pop("max_size", 10),
+            kwargs=kwargs,
+            configure=configure,
+            open=False,
+            **pc,
+        )
+        await pool.open(wait=True, timeout=pc.get("timeout", 30.0))
+        self._pool = pool
+
+    async def aclose(self) -> None:
+        """Stop the sweeper, close the owned pool and the cache connection."""
+        self.stop_ttl_sweeper()
+        if self._owns_pool and self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+            self._info = None
+        self._sync.close()
+
+    def close(self) -> None:
+        """Close from sync code (e.g. a test teardown) when the loop that opened
+        the pool is not running; inside a running loop use ``await aclose()``."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed() and not loop.is_running():
+            loop.run_until_complete(self.aclose())
+            return
+        if loop is not None and loop.is_running():
+            raise RuntimeError("AsyncPostgresStore.close() inside its event loop; use aclose()")
+        # The loop is gone: its tasks cannot run again, so just drop the sockets.
+        pool = self._pool if self._owns_pool else None
+        if pool is not None:
+            for c in list(getattr(pool, "_pool", ())):
+                with contextlib.suppress(Exception):
+                    c.pgconn.finish()
+            self._pool = None
+            self._info = None
+        self._sync.close()
+
+    async def __aenter__(self) -> AsyncPostgresStore:
+        await self.asetup()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        await self.asetup()
+        assert self._lock is not None
+        if self._conn is not None:
+            async with self._lock:
+                adapt(self._conn, self._info, self._dumper)  # type: ignore[arg-type]
+                yield self._conn
+            return
+        assert self._pool is not None
+        async with self._pool.connection() as conn:
+            adapt(conn, self._info, self._dumper)  # type: ignore[arg-type]
+            yield conn
+
+    async def _run(self, steps: Steps, where: str) -> Any:
+        try:
+            async with self._connection() as conn, conn.transaction():
+                return await adrive(steps, conn)
+        except psycopg.Error as e:
+            raise translate(e, where) from e
+
+    # -- batch -------------------------------------------------------------------
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Async :meth:`PostgresStore.batch <langmem_ext.PostgresStore.batch>`:
+        one transaction; embeddings use the embedder's async methods."""
+        plan = self._plan(ops)
+        emb = self.embeddings
+        doc_vecs = await emb.aembed_documents_array(plan.doc_texts) if plan.doc_texts else None  # type: ignore[union-attr]
+        qs = list(plan.queries)
+        vecs = await asyncio.gather(*(emb.aembed_query_array(q) for q in qs)) if qs else []  # type: ignore[union-attr]
+        qvecs = dict(zip(qs, vecs, strict=True))
+        return await self._run(self._batch_steps(plan, doc_vecs, qvecs), "a batch")  # type: ignore[no-any-return]
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Sync :meth:`abatch` for code that is not async (the same engine on a
+        small sync pool); works even inside the event loop, since it never waits
+        on the loop. Needs a connection string or an ``AsyncConnectionPool``."""
+        plan = self._plan(ops)
+        return self._sync.run(self._batch_steps(plan, *self._embed_sync(plan)), "a batch")  # type: ignore[no-any-return]
+
+    # -- TTL ---------------------------------------------------------------------
+
+    async def asweep_ttl(self) -> int:
+        """Delete expired items now; returns how many."""
+        return int(await self._run(self._sweep_steps(), "the TTL sweep"))
+
+    def sweep_ttl(self) -> int:
+        """Sweep from sync code (the sweeper thread uses it), on the sync side."""
+        return int(self._sync.run(self._sweep_steps(), "the TTL sweep"))
+
+
+class _SyncSide:
+    """The async store's sync face: sync calls, the TTL sweeper thread and the
+    embedding cache (which the embedder calls from a worker thread) run the same
+    conversations on one small sync pool of their own."""
+
+    def __init__(self, store: AsyncPostgresStore, dsn: str | None) -> None:
+        self._store = store
+        self.dsn = dsn
+        self._pool: ConnectionPool[Any] | None = None
+
+    def _conn_pool(self) -> ConnectionPool[Any] | None:
+        if self.dsn is None or self._store._info is None:
+            return None
+        if self._pool is None:
+            self._pool = ConnectionPool(
+                self.dsn, min_size=0, max_size=2, kwargs={"autocommit": True}, open=True
+            )
+        return self._pool
+
+    def run(self, steps: Steps, where: str) -> Any:
+        if self._store._info is None and self.dsn is not None:
+            # setup through a sync connection, same generator as asetup
+            with psycopg.connect(self.dsn, autocommit=True) as conn:
+                self._store._setup_sync(conn)
+        pool = self._conn_pool()
+        if pool is None:
+            raise RuntimeError(
+                "this AsyncPostgresStore was given a bare AsyncConnection, so it has no "
+                "sync methods; await the a-prefixed ones (abatch, aget, asearch...)"
+            )
+        try:
+            with pool.connection() as conn, conn.transaction():
+                adapt(conn, self._store._info, self._store._dumper)  # type: ignore[arg-type]
+                return drive(steps, conn)
+        except psycopg.Error as e:
+            raise translate(e, where) from e
+
+    def get_many(self, keys: Sequence[tuple[str, str, bytes]]) -> dict:
+        if self._conn_pool() is None:
+            return {}
+        return self.run(self._store._cache_get_steps(keys), "an embedding cache read")  # type: ignore[no-any-return]
+
+    def put_many(self, entries: dict[tuple[str, str, bytes], np.ndarray]) -> None:
+        if self._conn_pool() is not None:
+            self.run(self._store._cache_put_steps(entries), "an embedding cache write")
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+
+AsyncPostgresStore.__module__ = "langmem_ext"
