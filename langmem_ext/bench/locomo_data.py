@@ -33,6 +33,7 @@ class Doc:
     text: str
     dia_ids: tuple[str, ...]
     meta: dict[str, Any] = field(default_factory=dict)
+    context: str = ""  # neighbouring turns, indexed for keywords only
 
 
 @dataclass(frozen=True)
@@ -87,13 +88,15 @@ def normalize_evidence(raw: Any, known: set[str], counts: Counter[str]) -> list[
 
 
 def load_locomo(
-    path: Path, *, date_prefix: bool = True, captions: bool = True
+    path: Path, *, date_prefix: bool = True, captions: bool = True, context_turns: int = 2
 ) -> tuple[list[Conversation], Counter[str]]:
     """Read a LoCoMo file into conversations of turn and observation documents.
 
     Turn text is ``"[{session date}] {speaker}: {text}"`` (the date when
     ``date_prefix``), plus ``" [shares a photo: {caption}]"`` when ``captions``.
-    Questions of categories 1–4 only (5 has no answer in the conversation).
+    A turn's ``context`` holds the texts of up to ``context_turns`` turns before
+    and after it in the same session. Questions of categories 1–4 only (5 has
+    no answer in the conversation).
     """
     data = json.loads(Path(path).read_text())
     counts: Counter[str] = Counter()
@@ -116,6 +119,8 @@ def load_locomo(
                     text = f"[{date}] {text}"
                 meta = {"session": num, "date": date, "speaker": t["speaker"]}
                 turns.append(Doc(t["dia_id"], text, (t["dia_id"],), meta))
+        if context_turns:
+            turns = _with_context(turns, context_turns)
         known = {d.key for d in turns}
         observations: list[Doc] = []
         for skey, by_speaker in (sample.get("observation") or {}).items():
@@ -143,6 +148,18 @@ def load_locomo(
             Conversation(sample.get("sample_id", str(len(convs))), turns, observations, questions)
         )
     return convs, counts
+
+
+def _with_context(turns: list[Doc], n: int) -> list[Doc]:
+    out = []
+    for i, d in enumerate(turns):
+        near = [
+            turns[j].text
+            for j in range(max(0, i - n), min(len(turns), i + n + 1))
+            if j != i and turns[j].meta["session"] == d.meta["session"]
+        ]
+        out.append(Doc(d.key, d.text, d.dia_ids, d.meta, "\n".join(near)))
+    return out
 
 
 def recall_at_k(results: list[tuple[str, ...]], evidence: frozenset[str], k: int) -> float:

@@ -64,6 +64,7 @@ class PreparedPut(NamedTuple):
     ttl: float | None
     fields: list[tuple[str, str]]  # (field label, text) to embed
     keyword_text: str | None  # text for the keyword index; None: not indexed
+    context_text: str | None = None  # keyword-only context, weighted lower
 
 
 def encode_namespace(namespace: tuple[str, ...]) -> str:
@@ -211,6 +212,7 @@ def prepare_put(
     op: PutOp,
     default_fields: list[tuple[str, Any]] | None,
     embeds: bool,
+    context_fields: list[tuple[str, Any]] | None = None,
 ) -> PreparedPut:
     """Validate one put and compute what to store and index.
 
@@ -227,4 +229,13 @@ def prepare_put(
     fields = texts_to_embed(op.value, op.index, fields_cfg)
     whole = op.index is None and any(label == "$" for label, _ in fields_cfg)
     kw = keyword_text(op.value, fields, whole)
-    return PreparedPut(op.namespace, op.key, value_json, ttl, fields if embeds else [], kw or None)
+    context = [t for _, tokens in context_fields or [] for t in get_text_at_path(op.value, tokens)]
+    return PreparedPut(
+        op.namespace,
+        op.key,
+        value_json,
+        ttl,
+        fields if embeds else [],
+        kw or None,
+        "\n".join(context) or None,
+    )

@@ -89,6 +89,10 @@ def bench_locomo(
     vector_weight: Annotated[
         float, typer.Option(help="Hybrid fusion weight of the vector side.")
     ] = 0.5,
+    context_turns: Annotated[
+        int, typer.Option(help="Neighbouring turns (each side) indexed as keyword context.")
+    ] = 2,
+    context_weight: Annotated[float, typer.Option(help="BM25 weight of that context.")] = 0.5,
     conversations: Annotated[
         int, typer.Option(help="Only the first N conversations (0: all).")
     ] = 0,
@@ -114,6 +118,8 @@ def bench_locomo(
         date_prefix=date_prefix,
         captions=captions,
         vector_weight=vector_weight,
+        context_turns=context_turns,
+        context_weight=context_weight,
         cache=out / "embeddings.db",
         conversations=conversations or None,
     )

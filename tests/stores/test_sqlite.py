@@ -288,3 +288,49 @@ def test_store_error_codes_and_pickling():
         "boom",
     )
     assert json.dumps(err.details)
+
+
+def test_context_fields_are_keyword_only_and_weighted_lower(tmp_path):
+    index = {
+        "dims": 16,
+        "embed": WordEmbeddings(16),
+        "fields": ["text"],
+        "context_fields": ["context"],
+    }
+    with SQLiteStore(tmp_path / "ctx.db", index=index) as store:
+        store.put(("c",), "own", {"text": "we adopted a kitten", "context": "nice weather"})
+        store.put(("c",), "near", {"text": "so cute", "context": "we adopted a kitten"})
+        store.put(("c",), "none", {"text": "pottery class", "context": "clay"})
+        got = store.search(("c",), query="kitten", mode="keyword")
+        assert [r.key for r in got[:2]] == ["own", "near"]
+        assert 0 < got[1].score < got[0].score == 1.0
+        assert got[2].score is None
+        # context is never embedded: only the text field's vector exists
+        rows = store._connect().execute("SELECT DISTINCT field FROM vectors").fetchall()
+        assert rows == [("text",)]
+
+
+def test_schema_v0_file_is_migrated_keeping_keyword_index(tmp_path):
+    import sqlite3
+
+    from langmem_ext.stores.sqlite import schema
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    saved = schema.MIGRATIONS[:]
+    try:
+        schema.MIGRATIONS[:] = saved[:1]
+        schema.migrate(conn)
+        conn.execute(
+            "INSERT INTO items (id, prefix, key, value, created_at, updated_at) VALUES "
+            "(1, 'a', 'k', '{\"t\": \"green tea\"}', '2026-01-01T00:00:00.000000+00:00', "
+            "'2026-01-01T00:00:00.000000+00:00')"
+        )
+        conn.execute("INSERT INTO items_fts (rowid, text) VALUES (1, 'green tea')")
+    finally:
+        schema.MIGRATIONS[:] = saved
+        conn.close()
+    with SQLiteStore(path) as store:
+        assert [r.key for r in store.search(("a",), query="tea")] == ["k"]
+        versions = store._connect().execute("SELECT v FROM store_migrations").fetchall()
+        assert versions == [(0,), (1,)]

@@ -56,11 +56,24 @@ class IndexConfig(TypedDict, total=False):
     """Weight of the vector side in hybrid scores, in [0, 1]; default 0.5."""
     cache: bool
     """Cache embeddings by (model, text hash); default True."""
+    context_fields: list[str]
+    """Paths indexed for keyword search only, weighted below ``fields`` (for example
+    the neighbouring turns of a dialog turn); default none."""
+    context_weight: float
+    """BM25 weight of ``context_fields`` relative to ``fields`` (1.0); default 0.5."""
 
 
 IndexInput = IndexConfig | Mapping[str, Any]
 
-_KNOWN_KEYS = {"dims", "embed", "fields", "vector_weight", "cache"}
+_KNOWN_KEYS = {
+    "dims",
+    "embed",
+    "fields",
+    "vector_weight",
+    "cache",
+    "context_fields",
+    "context_weight",
+}
 
 
 class ResolvedIndex(NamedTuple):
@@ -70,6 +83,8 @@ class ResolvedIndex(NamedTuple):
     embeddings: CachedEmbeddings | None
     fields: list[tuple[str, Any]]  # (path, tokenized path) pairs, as LangGraph stores them
     vector_weight: float
+    context_fields: Sequence[tuple[str, Any]] = ()
+    context_weight: float = 0.5
 
 
 def model_identity(embed: Any) -> str | None:
@@ -107,18 +122,17 @@ def resolve_index(
         raise ConfigurationError(
             f"unknown index config keys {sorted(unknown)}; known keys: {sorted(_KNOWN_KEYS)}"
         )
-    fields_cfg = index.get("fields") or ["$"]
-    if isinstance(fields_cfg, str) or not all(isinstance(f, str) and f for f in fields_cfg):
-        raise ConfigurationError(
-            f"index['fields'] must be a list of field paths such as ['content'], got {fields_cfg!r}"
-        )
-    fields = [(p, tokenize_path(p)) if p != "$" else (p, p) for p in fields_cfg]
+    fields = _paths(index.get("fields") or ["$"], "fields")
     weight = float(index.get("vector_weight", 0.5))
     if not 0.0 <= weight <= 1.0:
         raise ConfigurationError(f"index['vector_weight'] must be within [0, 1], got {weight}")
+    context = _paths(index.get("context_fields") or [], "context_fields")
+    cweight = float(index.get("context_weight", 0.5))
+    if not 0.0 <= cweight <= 1.0:
+        raise ConfigurationError(f"index['context_weight'] must be within [0, 1], got {cweight}")
     embed = index.get("embed")
     if embed is None:
-        return ResolvedIndex(None, None, fields, weight)
+        return ResolvedIndex(None, None, fields, weight, context, cweight)
     dims = index.get("dims")
     if isinstance(embed, str) and embed.split(":", 1)[0] == "local":
         inner: Embeddings = LocalEmbeddings()
@@ -145,4 +159,12 @@ def resolve_index(
         dims=dims,
         backend=backend,
     )
-    return ResolvedIndex(dims, cached, fields, weight)
+    return ResolvedIndex(dims, cached, fields, weight, context, cweight)
+
+
+def _paths(paths: Any, key: str) -> list[tuple[str, Any]]:
+    if isinstance(paths, str) or not all(isinstance(f, str) and f for f in paths):
+        raise ConfigurationError(
+            f"index[{key!r}] must be a list of field paths such as ['content'], got {paths!r}"
+        )
+    return [(p, tokenize_path(p)) if p != "$" else (p, p) for p in paths]

@@ -105,6 +105,7 @@ def search(
     vindex: VectorIndex | None,
     vector_weight: float,
     now: float | None,
+    context_weight: float = 0.5,
 ) -> tuple[list[SearchItem], list[int]]:
     """One search op. ``mode`` is already resolved; ``qvec`` is set for the
     modes that use vectors. Returns the page and the ids whose TTL to refresh."""
@@ -129,9 +130,11 @@ def search(
         vec_ids, vec_sims = vindex.search(prefix, qvec)
     if ftsq is not None:
         limit = -1 if mode == "keyword" else max(HYBRID_KEYWORD_CANDIDATES, 2 * need)
+        # bm25 column weights: the indexed fields count 1, their context less.
+        rank = f"bm25(items_fts, 1.0, {float(context_weight)!r})"
         kw = conn.execute(
-            "SELECT f.rowid, -bm25(items_fts) FROM items_fts f JOIN items i ON i.id = f.rowid "
-            f"WHERE items_fts MATCH ? AND {scope} ORDER BY bm25(items_fts) LIMIT ?",
+            f"SELECT f.rowid, -{rank} FROM items_fts f JOIN items i ON i.id = f.rowid "
+            f"WHERE items_fts MATCH ? AND {scope} ORDER BY {rank} LIMIT ?",
             [ftsq, *sp, limit],
         ).fetchall()
         if kw:
@@ -278,8 +281,8 @@ def apply_puts(
             cache[item_id] = (prefix, vecs)
         elif old is not None:
             unindexed.append(old)
-        if p.keyword_text:
-            fts_rows.append((item_id, p.keyword_text))
+        if p.keyword_text or p.context_text:
+            fts_rows.append((item_id, p.keyword_text or "", p.context_text or ""))
     # A re-put replaces every index entry of the item: no stale vector or words.
     stale = [(x,) for x in deleted] + [(u[-1],) for u in updates]
     if stale:
@@ -305,7 +308,7 @@ def apply_puts(
             "INSERT INTO vectors (item_id, field, embedding) VALUES (?, ?, ?)", vec_rows
         )
     if fts_rows:
-        conn.executemany("INSERT INTO items_fts (rowid, text) VALUES (?, ?)", fts_rows)
+        conn.executemany("INSERT INTO items_fts (rowid, text, context) VALUES (?, ?, ?)", fts_rows)
     return cache, deleted + unindexed
 
 

@@ -43,6 +43,16 @@ MIGRATIONS: list[list[str]] = [
         # Bumped by every write; a process reloads its vector cache when it moved.
         "INSERT INTO meta (key, value) VALUES ('generation', 0)",
     ],
+    [
+        # A second, lower-weighted column for keyword-only context
+        # (index["context_fields"]), e.g. the turns around a dialog turn.
+        "ALTER TABLE items_fts RENAME TO items_fts_v0",
+        """CREATE VIRTUAL TABLE items_fts USING fts5 (
+            text, context, tokenize = 'porter unicode61 remove_diacritics 2'
+        )""",
+        "INSERT INTO items_fts (rowid, text, context) SELECT rowid, text, '' FROM items_fts_v0",
+        "DROP TABLE items_fts_v0",
+    ],
 ]
 
 

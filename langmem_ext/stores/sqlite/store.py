@@ -274,7 +274,8 @@ class SQLiteStore(BaseStore):
         all_ops, reads, puts = prepare_ops(ops)
         embeds = self.embeddings is not None
         fields = self._index.fields if self._index else None
-        prepared = [prepare_put(op, fields, embeds) for op in puts.values()]
+        context = self._index.context_fields if self._index else None
+        prepared = [prepare_put(op, fields, embeds, context) for op in puts.values()]
         modes: dict[int, str] = {}
         queries: dict[str, None] = {}
         for i, op in reads:
@@ -337,8 +338,10 @@ class SQLiteStore(BaseStore):
         qvec = qarrays.get(op.query) if op.query else None
         if qvec is not None:
             self._sync_vectors(conn)
-        weight = self._index.vector_weight if self._index else 0.5
-        return _exec.search(conn, op, mode, qvec, self._vectors, weight, now)
+        ix = self._index
+        weight = ix.vector_weight if ix else 0.5
+        cweight = ix.context_weight if ix else 0.5
+        return _exec.search(conn, op, mode, qvec, self._vectors, weight, now, cweight)
 
     def _sync_vectors(self, conn: sqlite3.Connection) -> None:
         vix = self._vectors
