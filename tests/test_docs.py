@@ -54,6 +54,8 @@ def test_docstring_examples_run(name):
 
 
 def _readme_blocks(lang: str) -> list[str]:
+    # Blocks whose info string says more than the language (```python needs-server)
+    # are shown but not run here.
     text = (ROOT / "README.md").read_text()
     return re.findall(rf"```{lang}\n(.*?)```", text, flags=re.S)
 
