@@ -45,30 +45,52 @@ class Lookup(Embeddings):
         return self.vectors[text]
 
 
-Factory = Callable[[dict[str, Any], Path], AbstractContextManager[BaseStore]]
+# (index config, scratch dir, embedded PostgreSQL or None) -> context manager yielding a store
+Factory = Callable[[dict[str, Any], Path, Any], AbstractContextManager[BaseStore]]
 
 
 @dataclass(frozen=True)
 class Contender:
     name: str
-    make: Factory  # (index config, scratch dir) -> context manager yielding a store
+    make: Factory
     search_kwargs: dict[str, Any]
     query_budget_s: float = 60.0  # slow stores get fewer queries at large sizes
+    needs_postgres: bool = False
 
 
 @contextmanager
-def _ours_sqlite(index: dict[str, Any], tmp: Path) -> Iterator[BaseStore]:
+def _ours_sqlite(index: dict[str, Any], tmp: Path, pg: Any) -> Iterator[BaseStore]:
     with SQLiteStore(tmp / "ours.db", index={**index, "cache": False}) as store:
         yield store
 
 
 @contextmanager
-def _lg_inmemory(index: dict[str, Any], tmp: Path) -> Iterator[BaseStore]:
+def _ours_postgres(index: dict[str, Any], tmp: Path, pg: Any) -> Iterator[BaseStore]:
+    from ..stores import PostgresStore
+
+    with PostgresStore.from_conn_string(
+        pg.fresh_database(), index={**index, "cache": False}
+    ) as store:
+        store.setup()
+        yield store
+
+
+@contextmanager
+def _lg_postgres(index: dict[str, Any], tmp: Path, pg: Any) -> Iterator[BaseStore]:
+    from langgraph.store.postgres import PostgresStore as LangGraphPostgresStore
+
+    with LangGraphPostgresStore.from_conn_string(pg.fresh_database(), index=index) as store:
+        store.setup()
+        yield store
+
+
+@contextmanager
+def _lg_inmemory(index: dict[str, Any], tmp: Path, pg: Any) -> Iterator[BaseStore]:
     yield InMemoryStore(index=index)
 
 
 @contextmanager
-def _lg_sqlite(index: dict[str, Any], tmp: Path) -> Iterator[BaseStore]:
+def _lg_sqlite(index: dict[str, Any], tmp: Path, pg: Any) -> Iterator[BaseStore]:
     import sqlite3
 
     if not hasattr(sqlite3.Connection, "enable_load_extension"):
@@ -82,8 +104,12 @@ def _lg_sqlite(index: dict[str, Any], tmp: Path) -> Iterator[BaseStore]:
 
 CONTENDERS: dict[str, Contender] = {
     "sqlite": Contender("langmem_ext SQLiteStore", _ours_sqlite, {"mode": "vector"}),
+    "postgres": Contender(
+        "langmem_ext PostgresStore", _ours_postgres, {"mode": "vector"}, needs_postgres=True
+    ),
     "lg-inmemory": Contender("LangGraph InMemoryStore", _lg_inmemory, {}, 30.0),
     "lg-sqlite": Contender("LangGraph SqliteStore", _lg_sqlite, {}),
+    "lg-postgres": Contender("LangGraph PostgresStore", _lg_postgres, {}, needs_postgres=True),
 }
 
 
@@ -103,7 +129,9 @@ def _exact(unit: np.ndarray, qvec: np.ndarray, mask: np.ndarray, k: int = 10) ->
     return [f"k{i}" for i in np.argsort(-sims, kind="stable")[:k]]
 
 
-def bench_one(c: Contender, n: int, n_queries: int, progress: Any = None) -> dict[str, Any]:
+def bench_one(
+    c: Contender, n: int, n_queries: int, pg: Any = None, progress: Any = None
+) -> dict[str, Any]:
     items, vecs, qvecs = make_data(n, n_queries)
     lookup = Lookup()
     for (_, _, v), vec in zip(items, vecs, strict=True):
@@ -122,7 +150,7 @@ def bench_one(c: Contender, n: int, n_queries: int, progress: Any = None) -> dic
     row: dict[str, Any] = {"store": c.name, "n": n}
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            cm = c.make(index, Path(tmp))
+            cm = c.make(index, Path(tmp), pg)
             store = cm.__enter__()
         except Exception as e:
             return {**row, "unavailable": str(e)}
@@ -159,10 +187,22 @@ def bench_one(c: Contender, n: int, n_queries: int, progress: Any = None) -> dic
 def run_store_bench(
     sizes: list[int], contenders: list[str], n_queries: int = 50, progress: Any = None
 ) -> list[dict[str, Any]]:
-    """Every contender at every size, in one process; returns one row each."""
-    return [
-        bench_one(CONTENDERS[name], n, n_queries, progress) for n in sizes for name in contenders
-    ]
+    """Every contender at every size, in one process, against one embedded
+    PostgreSQL server (started only if a contender needs it); one row each."""
+    pg = None
+    if any(CONTENDERS[name].needs_postgres for name in contenders):
+        from ..testing import start_embedded_postgres
+
+        pg = start_embedded_postgres()
+    try:
+        return [
+            bench_one(CONTENDERS[name], n, n_queries, pg, progress)
+            for n in sizes
+            for name in contenders
+        ]
+    finally:
+        if pg is not None:
+            pg.stop()
 
 
 def embedder_throughput(n: int = 200) -> dict[str, float]:

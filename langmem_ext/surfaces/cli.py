@@ -155,7 +155,7 @@ def bench_locomo(
 def bench_store(
     sizes: Annotated[str, typer.Option(help="Comma-separated store sizes.")] = "1000,10000,100000",
     stores: Annotated[str, typer.Option(help="Comma-separated contenders.")] = (
-        "sqlite,lg-inmemory,lg-sqlite"
+        "sqlite,postgres,lg-inmemory,lg-sqlite,lg-postgres"
     ),
     queries: Annotated[int, typer.Option(help="Queries per case.")] = 50,
     out: Annotated[Path, typer.Option(help="Directory for store.json/png.")] = Path(

@@ -130,3 +130,30 @@ def test_bench_store_command(tmp_path):
             assert r[case]["recall_at_10"] == 1.0
     bad = CliRunner().invoke(app, ["bench", "store", "--stores", "nope"])
     assert bad.exit_code != 0 and "unknown stores" in bad.output
+
+
+def test_bench_store_with_postgres_contenders(tmp_path):
+    """Ours and LangGraph's PostgresStore, one embedded server started by the command."""
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "store",
+            "--sizes",
+            "200",
+            "--queries",
+            "3",
+            "--out",
+            str(out),
+            "--stores",
+            "postgres,lg-postgres",
+        ],
+        env={"COLUMNS": "220"},
+    )
+    assert result.exit_code == 0, result.output
+    rows = json.loads((out / "store.json").read_text())["rows"]
+    ours, theirs = rows
+    assert ours["store"] == "langmem_ext PostgresStore" and "unavailable" not in ours
+    assert ours["namespace_10pct"]["recall_at_10"] == 1.0
+    assert theirs["store"] == "LangGraph PostgresStore" and theirs["put_per_s"] > 0

