@@ -14,11 +14,11 @@ from tests.embeddings import WordEmbeddings
 async def test_fractional_ttl_expires(make_api):
     api = make_api(ttl={"refresh_on_read": True})
     api.need("ttl")
-    await api.put(("t",), "short", {"v": 1}, ttl=0.005)  # 0.3 s
+    await api.put(("t",), "short", {"v": 1}, ttl=0.01)  # 0.6 s
     await api.put(("t",), "long", {"v": 2}, ttl=10)
     await api.put(("t",), "forever", {"v": 3})
     assert (await api.get(("t",), "short")) is not None
-    await asyncio.sleep(0.45)
+    await asyncio.sleep(0.9)
     assert await api.get(("t",), "short") is None
     assert sorted(r.key for r in await api.search(("t",))) == ["forever", "long"]
     assert await api.list_namespaces() == [("t",)]
@@ -28,13 +28,15 @@ async def test_fractional_ttl_expires(make_api):
 async def test_refresh_ttl_on_read(make_api):
     api = make_api(ttl={"refresh_on_read": True})
     api.need("ttl")
-    await api.put(("t",), "k", {"v": 1}, ttl=0.01)  # 0.6 s
+    # Margins are wide so a loaded machine cannot make this flaky: each read
+    # comes 0.4 s after the last one, well within the 1.2 s TTL it renews.
+    await api.put(("t",), "k", {"v": 1}, ttl=0.02)  # 1.2 s
     for _ in range(4):
-        await asyncio.sleep(0.25)
+        await asyncio.sleep(0.4)
         assert await api.get(("t",), "k") is not None  # each read pushes expiry
-    await asyncio.sleep(0.25)
+    await asyncio.sleep(0.4)
     assert await api.get(("t",), "k", refresh_ttl=False) is not None
-    await asyncio.sleep(0.5)
+    await asyncio.sleep(1.3)
     assert await api.get(("t",), "k", refresh_ttl=False) is None
 
 
