@@ -5,6 +5,8 @@ Embeddings are precomputed and served by a lookup function, so the embedder
 costs nothing and the figures are the engine's and the store's own.
 
 Run:  python benchmarks/bench_engine.py --sizes 10000 100000 --queries 50
+      (add ``--recall-mode store`` for the store's hybrid ranking, the engine's
+      recall before it defaulted to vector mode)
 """
 
 from __future__ import annotations
@@ -80,13 +82,13 @@ def pct(xs: list[float], p: float) -> float:
     return float(np.percentile(xs, p))
 
 
-def bench_recall(n: int, queries: int) -> tuple[float, float, float]:
+def bench_recall(n: int, queries: int, mode: str | None) -> tuple[float, float, float]:
     lookup = Lookup()
     with tempfile.TemporaryDirectory() as d:
         store = SQLiteStore(
             Path(d) / "b.db", index={"dims": DIMS, "embed": lookup, "fields": ["content"]}
         )
-        engine = MemoryEngine(store)
+        engine = MemoryEngine(store, recall_mode=mode)
         ctx = MemoryContext("acme", user_id="ada")
         t0 = time.perf_counter()
         load(engine, ctx, lookup, n)
@@ -144,10 +146,17 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000])
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--writes", type=int, default=1000)
+    ap.add_argument(
+        "--recall-mode",
+        default="store",
+        choices=["vector", "hybrid", "keyword", "store"],
+        help="EngineConfig.recall_mode; 'store' = the store's default (hybrid on ours)",
+    )
     args = ap.parse_args()
-    print(f"recall (limit 10, facts+rules, hybrid, {DIMS} dims, one tenant)")
+    mode = None if args.recall_mode == "store" else args.recall_mode
+    print(f"recall (limit 10, facts+rules, {args.recall_mode} mode, {DIMS} dims, one tenant)")
     for n in args.sizes:
-        med, p95, load_s = bench_recall(n, args.queries)
+        med, p95, load_s = bench_recall(n, args.queries, mode)
         print(
             f"  {n:>7} memories: median {med:7.2f} ms   p95 {p95:7.2f} ms   (load {load_s:.1f} s)"
         )

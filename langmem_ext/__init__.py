@@ -8,7 +8,7 @@ Example:
     {'content': 'likes tea'}
 """
 
-from .engine import EngineConfig, MemoryContext, MemoryEngine
+from .engine import EngineConfig, EngineMetrics, HealthStatus, MemoryContext, MemoryEngine
 from .errors import (
     ConfigurationError,
     ContentTooLongError,
@@ -52,6 +52,8 @@ __all__ = [
     "ContentTooLongError",
     "EmbeddingDimensionError",
     "EngineConfig",
+    "EngineMetrics",
+    "HealthStatus",
     "HybridSearchOp",
     "IndexConfig",
     "InvalidLayerError",

@@ -35,6 +35,7 @@ MODULES = [
     "langmem_ext.engine.layers",
     "langmem_ext.engine.tenancy",
     "langmem_ext.engine.scoring",
+    "langmem_ext.engine.metrics",
     "langmem_ext.bench.locomo_data",
 ]
 

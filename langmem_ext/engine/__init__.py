@@ -13,7 +13,9 @@ Example:
 from ._core import EngineConfig, RetryPolicy
 from .engine import MemoryEngine
 from .layers import LAYERS, accessible_layers
+from .metrics import EngineMetrics
 from .models import Episode, Fact, MemoryEvent, MemoryRecord, Note, Rule
+from .provider import HealthStatus
 from .recall import Hit, Page
 from .scoring import ScoreWeights
 from .tenancy import MemoryContext
@@ -21,8 +23,10 @@ from .tenancy import MemoryContext
 __all__ = [
     "LAYERS",
     "EngineConfig",
+    "EngineMetrics",
     "Episode",
     "Fact",
+    "HealthStatus",
     "Hit",
     "MemoryContext",
     "MemoryEngine",

@@ -109,6 +109,12 @@ class EngineConfig:
         sleep: how the sync runner waits between retries (async uses asyncio.sleep).
         filter_operators: filter operators the store supports; None detects
             (all operators for ``langmem_ext`` stores, LangGraph's basic six otherwise).
+        recall_mode: search mode of ``recall`` on stores with an embedder; None
+            (default) uses the store's default — hybrid on ours, which finds far
+            more on conversational data (docs/benchmarks.md) — ``"vector"`` makes
+            relevance plain cosine.
+        meter_provider: OpenTelemetry ``MeterProvider`` for the seed 001 metrics
+            (:mod:`.metrics`); None uses the global one (a no-op without the SDK).
     """
 
     root: str = "memories"
@@ -121,6 +127,8 @@ class EngineConfig:
     clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
     sleep: Callable[[float], None] = time.sleep
     filter_operators: frozenset[str] | None = None
+    recall_mode: str | None = None
+    meter_provider: Any = None
 
 
 @dataclass(frozen=True)
@@ -170,7 +178,9 @@ def search_ops(
     any_of = {k: list(v) for k, v in (any_of or {}).items()}
     extra = dict(extra or {})
     conds = normalize_filter(extra)
-    native_extra = all(c.op in caps.operators for c in conds)
+    # LangGraph's stores read "metadata.n" as one top-level key (and InMemoryStore
+    # then fails comparing None), so nested paths are checked here on theirs.
+    native_extra = all(c.op in caps.operators and (caps.modes or len(c.path) == 1) for c in conds)
     base = dict(eq)
     if native_extra:
         base.update(extra)
@@ -241,24 +251,46 @@ def _test(present: bool, v: Any, op: str, x: Any) -> bool:
 
 def run_sync(step: Step[T], store: BaseStore, config: EngineConfig) -> T:
     """Drive an operation with ``store.batch`` (retrying transient failures)."""
-    result: Any = None
-    while True:
+    request = _first(step)
+    while not isinstance(request, _Done):
         try:
-            request = step.send(result)
-        except StopIteration as stop:
-            return stop.value
-        result = _retry_sync(lambda r=request: _execute_sync(store, r), config)
+            result = _retry_sync(lambda r=request: _execute_sync(store, r), config)
+        except Exception as e:
+            # Thrown into the operation, so a step may handle a store failure
+            # (health_check does); unhandled, it leaves through _resume.
+            request = _resume(step, error=e)
+        else:
+            request = _resume(step, result=result)
+    return request.value  # type: ignore[no-any-return]
 
 
 async def run_async(step: Step[T], store: BaseStore, config: EngineConfig) -> T:
     """Drive an operation with ``store.abatch`` (retrying transient failures)."""
-    result: Any = None
-    while True:
+    request = _first(step)
+    while not isinstance(request, _Done):
         try:
-            request = step.send(result)
-        except StopIteration as stop:
-            return stop.value
-        result = await _retry_async(lambda r=request: _execute_async(store, r), config)
+            result = await _retry_async(lambda r=request: _execute_async(store, r), config)
+        except Exception as e:
+            request = _resume(step, error=e)
+        else:
+            request = _resume(step, result=result)
+    return request.value  # type: ignore[no-any-return]
+
+
+class _Done(NamedTuple):
+    value: Any
+
+
+def _first(step: Step[Any]) -> Request | _Done:
+    return _resume(step, result=None)
+
+
+def _resume(step: Step[Any], *, result: Any = None, error: Exception | None = None) -> Any:
+    """The operation's next request, or :class:`_Done` with its return value."""
+    try:
+        return step.send(result) if error is None else step.throw(error)
+    except StopIteration as stop:
+        return _Done(stop.value)
 
 
 def _execute_sync(store: BaseStore, request: Request) -> Any:

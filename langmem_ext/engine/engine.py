@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Coroutine, Mapping, Sequence
+from datetime import datetime, timezone
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from langgraph.store.base import BaseStore, GetOp
+from langgraph.store.base import BaseStore
 
 from . import lifecycle as lc
+from . import provider as pv
 from . import recall as rc
-from ._core import Batch, EngineConfig, Step, detect_caps, run_async, run_sync
+from ._core import EngineConfig, Step, detect_caps, run_async, run_sync
 from .lifecycle import Env
+from .metrics import EngineMetrics
 from .models import Episode, Fact, MemoryEvent, Note, Rule
+from .provider import HealthStatus
 from .recall import Hit, Page
 from .tenancy import MemoryContext
 
@@ -26,6 +30,9 @@ __all__ = ["MemoryEngine"]
 P = ParamSpec("P")
 T = TypeVar("T")
 Ctx = MemoryContext | Mapping[str, Any]
+# generate_embedding needs no caller: only the content limit is checked.
+_NO_CALLER = MemoryContext("_")
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def _sync(
@@ -33,9 +40,13 @@ def _sync(
 ) -> Callable[Concatenate[MemoryEngine, P], T]:
     @functools.wraps(build)
     def op(self: MemoryEngine, *args: P.args, **kwargs: P.kwargs) -> T:
-        return run_sync(build(self, *args, **kwargs), self.store, self.config)
+        # Measured here, around building the step too: validation and tenancy
+        # errors raised before the first store op are counted like store errors.
+        with self.metrics.measure(name):
+            return run_sync(build(self, *args, **kwargs), self.store, self.config)
 
-    op.__name__ = op.__qualname__ = build.__name__.lstrip("_")
+    name = build.__name__.lstrip("_")
+    op.__name__ = op.__qualname__ = name
     return op
 
 
@@ -44,7 +55,8 @@ def _async(
 ) -> Callable[Concatenate[MemoryEngine, P], Coroutine[Any, Any, T]]:
     @functools.wraps(build)
     async def op(self: MemoryEngine, *args: P.args, **kwargs: P.kwargs) -> T:
-        return await run_async(build(self, *args, **kwargs), self.store, self.config)
+        with self.metrics.measure(name):  # a plain context manager: same body as _sync
+            return await run_async(build(self, *args, **kwargs), self.store, self.config)
 
     name = build.__name__.lstrip("_")
     op.__name__ = op.__qualname__ = "a" + name
@@ -88,11 +100,12 @@ class MemoryEngine:
             cfg = dataclasses.replace(cfg, **overrides)
         self.config = cfg
         self.caps = detect_caps(store, cfg)
+        self.metrics = EngineMetrics(cfg.meter_provider)
 
     def env(self, ctx: Ctx, tenant: str | None = None) -> Env:
         """The per-call environment (tenant checked here, before any store op)."""
         c = ctx if isinstance(ctx, MemoryContext) else MemoryContext.from_config(ctx)
-        return Env.make(self.config, self.caps, c, tenant)
+        return Env.make(self.config, self.caps, c, tenant, self.metrics)
 
     # -- writes ------------------------------------------------------------------
 
@@ -331,13 +344,66 @@ class MemoryEngine:
         """Counts of facts, rules and episodes (seed 003 ``memory_stats``)."""
         return rc.stats(self.env(ctx, tenant), scope)
 
-    def _health_check(self) -> Step[bool]:
-        """True when the store answers a read."""
-        yield Batch([GetOp((self.config.root, "_health"), "_")])
-        return True
+    # -- provider contract (seed 001) ---------------------------------------------
+
+    def _bulk_add(
+        self,
+        ctx: Ctx,
+        items: Sequence[str | Mapping[str, Any]],
+        *,
+        layer: str | None = None,
+        tenant: str | None = None,
+    ) -> Step[list[Note]]:
+        """Add many notes in one store batch (one transaction on our stores).
+
+        Each item is a content string or a dict with ``content`` and optional
+        ``layer``, ``scope``, ``tags``, ``metadata``. Every item is validated
+        before anything is written, so one bad item writes nothing.
+
+        Example:
+            >>> from langmem_ext import SQLiteStore
+            >>> from langmem_ext.engine import MemoryContext, MemoryEngine
+            >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext("acme", user_id="ada")
+            >>> notes = engine.bulk_add(ctx, ["tea", {"content": "a cat", "tags": ["pet"]}])
+            >>> engine.bulk_delete(ctx, [notes[0].id, "unknown"]) == [notes[0].id]
+            True
+        """
+        return pv.bulk_add(self.env(ctx, tenant), items, layer)
+
+    def _bulk_delete(
+        self, ctx: Ctx, ids: Sequence[str], *, tenant: str | None = None
+    ) -> Step[list[str]]:
+        """Delete many memories (any type) with one batch of reads and one of
+        writes; unknown ids are skipped. Returns the ids removed."""
+        return pv.bulk_delete(self.env(ctx, tenant), ids)
+
+    def _generate_embedding(self, text: str) -> Step[list[float] | None]:
+        """The store's embedding of ``text`` (seed 001 ``generateEmbedding``);
+        None when the store has no embedder."""
+        return pv.generate_embedding(Env(self.config, self.caps, _NO_CALLER, "", _EPOCH), text)
+
+    def _storage_size(self, ctx: Ctx, *, tenant: str | None = None) -> Step[dict[str, int]]:
+        """Live memories per readable layer (O(n) read); refreshes the
+        ``memory.storage.size`` gauge."""
+        return pv.storage_size(self.env(ctx, tenant))
+
+    def _health_check(self) -> Step[HealthStatus]:
+        """``{"healthy", "latency_ms", "error"}``: whether the store answers a
+        read. A failing store gives ``healthy: False`` instead of raising.
+
+        Example:
+            >>> from langgraph.store.memory import InMemoryStore
+            >>> from langmem_ext.engine import MemoryEngine
+            >>> MemoryEngine(InMemoryStore()).health_check()["healthy"]
+            True
+        """
+        return pv.health_check(self.config.root)
 
     def capabilities(self) -> dict[str, Any]:
-        """What the store offers (seed 001 provider capabilities).
+        """What the store actually used offers (seed 001 provider capabilities):
+        ``vectorSearch``, ``embeddingDimensions``, ``distanceMetrics``,
+        ``bulkOperations`` (True when one batch is one transaction), plus
+        ``keywordSearch`` and ``filterOperators``.
 
         Example:
             >>> from langgraph.store.memory import InMemoryStore
@@ -345,15 +411,31 @@ class MemoryEngine:
             >>> MemoryEngine(InMemoryStore()).capabilities()["bulkOperations"]
             False
         """
-        dims = (getattr(self.store, "index_config", None) or {}).get("dims")
-        return {
-            "vectorSearch": self.caps.embeds,
-            "keywordSearch": self.caps.modes,
-            "embeddingDimensions": dims,
-            "distanceMetrics": ["cosine"] if self.caps.embeds else [],
-            "filterOperators": sorted(self.caps.operators),
-            "bulkOperations": False,
-        }
+        return pv.capabilities(self.store, self.caps)
+
+    def setup(self) -> None:
+        """Seed 001 ``initialize``: the store's ``setup()`` (migrations), if it has one."""
+        if hasattr(self.store, "setup"):
+            self.store.setup()
+
+    async def asetup(self) -> None:
+        """Async :meth:`setup` (``store.asetup()``, else ``store.setup()``)."""
+        if hasattr(self.store, "asetup"):
+            await self.store.asetup()
+        elif hasattr(self.store, "setup"):
+            self.store.setup()
+
+    def close(self) -> None:
+        """Seed 001 ``shutdown``: the store's ``close()``, if it has one."""
+        if hasattr(self.store, "close"):
+            self.store.close()
+
+    async def aclose(self) -> None:
+        """Async :meth:`close` (``store.aclose()``, else ``store.close()``)."""
+        if hasattr(self.store, "aclose"):
+            await self.store.aclose()
+        elif hasattr(self.store, "close"):
+            self.store.close()
 
     add = _sync(_add)
     aadd = _async(_add)
@@ -395,3 +477,11 @@ class MemoryEngine:
     astats = _async(_stats)
     health_check = _sync(_health_check)
     ahealth_check = _async(_health_check)
+    bulk_add = _sync(_bulk_add)
+    abulk_add = _async(_bulk_add)
+    bulk_delete = _sync(_bulk_delete)
+    abulk_delete = _async(_bulk_delete)
+    generate_embedding = _sync(_generate_embedding)
+    agenerate_embedding = _async(_generate_embedding)
+    storage_size = _sync(_storage_size)
+    astorage_size = _async(_storage_size)

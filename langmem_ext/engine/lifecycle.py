@@ -14,6 +14,7 @@ active fact, whatever the interleaving.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Iterable
@@ -33,6 +34,7 @@ from ..errors import (
 from . import policy
 from ._core import Batch, EngineConfig, Step, StoreCaps, paged, search_ops
 from .layers import accessible_layers, check_layer, layer_id
+from .metrics import EngineMetrics
 from .models import (
     RECORD_TYPES,
     Episode,
@@ -64,15 +66,34 @@ class Env:
     ctx: MemoryContext
     tenant: str
     now: datetime
+    metrics: EngineMetrics | None = None
 
     @classmethod
     def make(
-        cls, config: EngineConfig, caps: StoreCaps, ctx: MemoryContext, tenant: str | None
+        cls,
+        config: EngineConfig,
+        caps: StoreCaps,
+        ctx: MemoryContext,
+        tenant: str | None,
+        metrics: EngineMetrics | None = None,
     ) -> Env:
-        return cls(config, caps, ctx, ctx.resolve_tenant(tenant), config.clock())
+        return cls(config, caps, ctx, ctx.resolve_tenant(tenant), config.clock(), metrics)
 
-    @property
+    def sized(self, records: Iterable[MemoryRecord], delta: int) -> None:
+        """Tell the storage-size gauge that these records became (un)retrievable."""
+        if self.metrics is not None:
+            for r in records:
+                self.metrics.size_changed(self.tenant, f"{r.layer}:{r.layer_id}", delta)
+
+    def observe_results(self, operation: str, layers: Iterable[str], hits: Iterable[Any]) -> None:
+        """Record ``memory.search.results`` per searched layer."""
+        if self.metrics is not None:
+            self.metrics.search_results(operation, layers, [h.layer for h in hits])
+
+    @functools.cached_property
     def stamp(self) -> str:
+        # Cached: recall compares every candidate against it (strftime per call showed
+        # in profiles); ``now`` never changes within one operation.
         return ts(self.now)
 
     def ns(self, kind: str) -> tuple[str, ...]:
@@ -152,7 +173,8 @@ def check_tags(tags: Any) -> list[str]:
     return list(dict.fromkeys(tags))
 
 
-def _base(env: Env, content: str, layer: str | None, scope: str, tags: Any) -> dict[str, Any]:
+def add_fields(env: Env, content: str, layer: str | None, scope: str, tags: Any) -> dict[str, Any]:
+    """The validated fields every new record shares (raises before any store op)."""
     layer = check_layer(layer or env.config.default_layer)
     if not isinstance(scope, str) or not scope:
         raise InvalidValueError(f"scope must be a non-empty string such as 'global', got {scope!r}")
@@ -218,8 +240,9 @@ def add_note(
 ) -> Step[Note]:
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidValueError(f"metadata must be a dict, got {type(metadata).__name__}")
-    note = Note(**_base(env, content, layer, scope, tags), metadata=dict(metadata or {}))
+    note = Note(**add_fields(env, content, layer, scope, tags), metadata=dict(metadata or {}))
     yield Batch([env.put(note), env.event(note, "created")])
+    env.sized([note], +1)
     return note
 
 
@@ -235,13 +258,14 @@ def store_episode(
 ) -> Step[Episode]:
     imp = policy.EPISODE_IMPORTANCE if importance is None else importance
     ep = Episode(
-        **_base(env, content, layer, scope, tags),
+        **add_fields(env, content, layer, scope, tags),
         importance=check_range("importance", imp, policy.IMPORTANCE_RANGE),
         butler=str(butler),
         session_id=session_id or env.ctx.session_id,
         expires_at=ts(env.now + env.config.episode_ttl),
     )
     yield Batch([env.put(ep), env.event(ep, "created")])
+    env.sized([ep], +1)
     return ep
 
 
@@ -273,7 +297,7 @@ def store_fact(
         raise InvalidValueError(
             f"unknown permanence {perm!r}; use one of {', '.join(policy.DECAY_RATES)}"
         )
-    base = _base(env, content, layer, scope, tags)
+    base = add_fields(env, content, layer, scope, tags)
     fact = Fact(
         **base,
         importance=check_range(
@@ -296,6 +320,7 @@ def store_fact(
         provenance=dict(provenance or {}),
     )
     yield Batch([env.put(fact), env.event(fact, "created")])
+    env.sized([fact], +1)
     superseded = yield from resolve_slot(env, fact.slot)
     return fact, superseded
 
@@ -311,25 +336,37 @@ def resolve_slot(env: Env, slot: str) -> Step[list[str]]:
     if len(active) < 2:
         return []
     winner = max(active, key=lambda f: (f.created_at, f.id))
+    losers = [f for f in active if f.id != winner.id]
+    # Re-read the losers right before writing them: a confirm or forget that
+    # landed since the search is built upon (a retracted fact stays retracted)
+    # instead of being overwritten by the searched copy. The gap left is one
+    # read-to-write step with no other I/O; BaseStore has no compare-and-set.
+    fresh = yield Batch([GetOp(env.ns("fact"), f.id) for f in losers])
     puts: list[PutOp] = []
-    for old in active:
-        if old.id == winner.id:
+    changed: list[Fact] = []
+    for item in fresh:
+        if item is None or item.value.get("validity") != "active":
             continue
+        old = Fact.from_value(item.value)
         new = replace(
             old, validity="superseded", live=False, superseded_by=winner.id, valid_to=env.stamp
         )
         puts += change(env, old, new, "superseded")[1]
-    yield Batch(puts)
-    return [p.key for p in puts if p.namespace == env.ns("fact")]
+        changed.append(old)
+    if puts:
+        yield Batch(puts)
+    env.sized(changed, -1)
+    return [f.id for f in changed]
 
 
 def store_rule(env: Env, content: str, layer: str | None, scope: str, tags: Any) -> Step[Rule]:
     rule = Rule(
-        **_base(env, content, layer, scope, tags),
+        **add_fields(env, content, layer, scope, tags),
         importance=policy.RULE_IMPORTANCE,
         last_confirmed_at=env.stamp,
     )
     yield Batch([env.put(rule), env.event(rule, "created")])
+    env.sized([rule], +1)
     return rule
 
 
@@ -392,6 +429,7 @@ def forget(env: Env, kind: str, id: str) -> Step[MemoryRecord]:
         new = replace(old, live=False)
     new, puts = change(env, old, new, "forgotten")
     yield Batch(puts)
+    env.sized([old], -1)
     return new
 
 
@@ -424,6 +462,7 @@ def delete(env: Env, id: str) -> Step[bool]:
     old = yield from load(env, RECORD_TYPES, id)
     if old is not None:
         yield Batch([PutOp(env.ns(old.type), old.id, None), env.event(old, "deleted")])
+        env.sized([old] if old.live else [], -1)
     return True
 
 
@@ -433,20 +472,24 @@ def sweep(env: Env) -> Step[dict[str, int]]:
     eps = yield from paged(env.caps, env.ns("episode"), {"live": True})
     facts = yield from paged(env.caps, env.ns("fact"), {"validity": "active"})
     puts: list[PutOp] = []
+    expired: list[MemoryRecord] = []
     n_ep = n_fact = 0
     for item in eps:
         ep = Episode.from_value(item.value)
         if ep.expires_at <= env.stamp:
             puts += change(env, ep, replace(ep, status="expired", live=False), "expired")[1]
+            expired.append(ep)
             n_ep += 1
     for item in facts:
         fact = Fact.from_value(item.value)
         if fact.effective_confidence(env.now) < policy.EXPIRE_BELOW:
             new = replace(fact, validity="expired", live=False, valid_to=env.stamp)
             puts += change(env, fact, new, "expired")[1]
+            expired.append(fact)
             n_fact += 1
     if puts:
         yield Batch(puts)
+        env.sized(expired, -1)
     return {"episodes": n_ep, "facts": n_fact}
 
 

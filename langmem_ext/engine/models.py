@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -47,6 +48,13 @@ def ts(when: datetime) -> str:
 
 def parse_ts(text: str) -> datetime:
     return datetime.fromisoformat(text)
+
+
+@functools.cache
+def _field_names(cls: type) -> frozenset[str]:
+    # dataclasses.fields() rebuilds its tuple on every call; recall decodes
+    # dozens of records per query, so the names are computed once per class.
+    return frozenset(f.name for f in dataclasses.fields(cls))
 
 
 @dataclass
@@ -87,7 +95,7 @@ class MemoryRecord:
     def from_value(cls, value: dict[str, Any]) -> Any:
         """Rebuild a record from a stored dict, ignoring unknown keys (records
         written by a newer version stay readable)."""
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = _field_names(cls)
         return cls(**{k: v for k, v in value.items() if k in names})
 
     def retrievable(self, now: str) -> bool:
@@ -200,5 +208,5 @@ class MemoryEvent:
 
     @classmethod
     def from_value(cls, value: dict[str, Any]) -> MemoryEvent:
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = _field_names(cls)
         return cls(**{k: v for k, v in value.items() if k in names})

@@ -101,12 +101,14 @@ def _with_refs(records: list[MemoryRecord], items: list[Item | None], env: Env) 
             rec.last_referenced_at = item.value.get("last_referenced_at")
 
 
-def bump(env: Env, records: Sequence[MemoryRecord]) -> Step[None]:
-    """Add one reference to each record (and fill in their counts)."""
+def bump(env: Env, records: Sequence[MemoryRecord], counted: bool = False) -> Step[None]:
+    """Add one reference to each record. ``counted``: the records' counts were
+    just read (recall reads them for recency), so only the writes remain."""
     if not records:
         return None
-    items = yield Batch([GetOp(env.ns("refs"), r.id) for r in records])
-    _with_refs(list(records), items, env)
+    if not counted:
+        items = yield Batch([GetOp(env.ns("refs"), r.id) for r in records])
+        _with_refs(list(records), items, env)
     puts = []
     for r in records:
         r.reference_count += 1
@@ -209,7 +211,8 @@ def search(
     _check_limit(limit)
     if min_confidence is not None:
         check_range("min_confidence", min_confidence, policy.CONFIDENCE_RANGE)
-    refs = [f"{la}:{lid}" for la, lid in resolve_layers(layers, env.ctx)]
+    pairs = resolve_layers(layers, env.ctx)
+    refs = [f"{la}:{lid}" for la, lid in pairs]
     fetch = limit * 3 + 10 if (tags or min_confidence is not None) else limit + 5
     ops, checks = _layered_ops(env, types, refs, _scopes(scope), filter, query, fetch, mode)
     results = yield Batch(ops)
@@ -223,6 +226,7 @@ def search(
         hits.append(Hit(rec.type, rec.id, rec.content, relevance(score), conf, rec.layer, rec))
     hits.sort(key=lambda h: h.record.created_at, reverse=True)
     hits.sort(key=lambda h: -h.score)  # stable: ties keep created_at desc
+    env.observe_results("search", [la for la, _ in pairs], hits[:limit])
     return hits[:limit]
 
 
@@ -233,9 +237,11 @@ def recall(
     if not isinstance(topic, str) or not topic.strip():
         raise InvalidValueError(f"topic must be a non-empty string, got {topic!r}")
     _check_limit(limit)
-    refs = [f"{la}:{lid}" for la, lid in resolve_layers(layers, env.ctx)]
+    pairs = resolve_layers(layers, env.ctx)
+    refs = [f"{la}:{lid}" for la, lid in pairs]
+    mode = env.config.recall_mode if env.caps.embeds and env.caps.modes else None
     ops, checks = _layered_ops(
-        env, ("fact", "rule"), refs, _scopes(scope), None, topic, limit * 3, None
+        env, ("fact", "rule"), refs, _scopes(scope), None, topic, limit * 3, mode
     )
     results = yield Batch(ops)
     found = _collect(env, results, checks)
@@ -261,7 +267,10 @@ def recall(
     hits.sort(key=lambda h: (h.record.created_at, h.id), reverse=True)
     hits.sort(key=lambda h: -h.score)
     hits = hits[:limit]
-    yield from bump(env, [h.record for h in hits])
+    # The counts were read above: bumping writes without reading them again
+    # (one store round trip fewer per recall).
+    yield from bump(env, [h.record for h in hits], counted=True)
+    env.observe_results("recall", [la for la, _ in pairs], hits)
     return hits
 
 
@@ -320,7 +329,9 @@ def search_layers(
         )
         if not dup:
             kept.append((h, v))
-    return [h for h, _ in kept][:limit]
+    out = [h for h, _ in kept][:limit]
+    env.observe_results("search_layers", [la for la, _ in pairs], out)
+    return out
 
 
 def _neg(text: str) -> tuple[int, ...]:
