@@ -64,11 +64,22 @@ def fuse(
         return ki, k
     lo, hi = float(vs.min()), float(vs.max())
     v = (vs - lo) / (hi - lo) if hi > lo else np.ones_like(vs)
-    ids = np.union1d(vi, ki)
-    scores = np.zeros(len(ids), dtype=np.float64)
-    scores[np.searchsorted(ids, vi)] += vector_weight * v
-    scores[np.searchsorted(ids, ki)] += (1.0 - vector_weight) * k
-    return ids, scores
+    if len(ki) == 0:
+        return vi, vector_weight * v
+    # Item ids are small non-negative ints: tables indexed by id map keyword
+    # scores onto the vector side in O(n), with no sort over the whole scope.
+    top = int(max(vi.max(), ki.max())) + 1
+    kw_of = np.zeros(top, dtype=np.float64)
+    kw_of[ki] = k
+    scores = vector_weight * v + (1.0 - vector_weight) * kw_of[vi]
+    has_vector = np.zeros(top, dtype=bool)
+    has_vector[vi] = True
+    extra = ki[~has_vector[ki]]  # keyword matches without a vector
+    if len(extra) == 0:
+        return vi, scores
+    return np.concatenate([vi, extra]), np.concatenate(
+        [scores, (1.0 - vector_weight) * kw_of[extra]]
+    )
 
 
 def _keyword_scores(raw: np.ndarray) -> np.ndarray:
