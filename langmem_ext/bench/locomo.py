@@ -46,30 +46,46 @@ class Precomputed(Embeddings):
         return self.queries[text]
 
 
-StoreFactory = Callable[[dict[str, Any]], AbstractContextManager[BaseStore]]
+# (index config, embedded PostgreSQL or None) -> context manager yielding a fresh store
+StoreFactory = Callable[[dict[str, Any], Any], AbstractContextManager[BaseStore]]
 
 
 @dataclass(frozen=True)
 class Backend:
     name: str
-    make: StoreFactory  # index config -> context manager yielding a fresh store
+    make: StoreFactory
     modes: tuple[str | None, ...]  # None: the store's only mode
+    needs_postgres: bool = False
 
 
 @contextmanager
-def _sqlite(index: dict[str, Any]) -> Iterator[BaseStore]:
+def _sqlite(index: dict[str, Any], pg: Any) -> Iterator[BaseStore]:
     with SQLiteStore(":memory:", index={**index, "cache": False}) as store:
         yield store
 
 
 @contextmanager
-def _inmemory(index: dict[str, Any]) -> Iterator[BaseStore]:
+def _postgres(index: dict[str, Any], pg: Any) -> Iterator[BaseStore]:
+    from ..stores import PostgresStore
+
+    with PostgresStore.from_conn_string(
+        pg.fresh_schema(), index={**index, "cache": False}
+    ) as store:
+        store.setup()
+        yield store
+
+
+@contextmanager
+def _inmemory(index: dict[str, Any], pg: Any) -> Iterator[BaseStore]:
     keep = ("dims", "embed", "fields")  # LangGraph's keys; no hybrid or context options
     yield InMemoryStore(index={k: v for k, v in index.items() if k in keep})
 
 
 BACKENDS: dict[str, Backend] = {
     "sqlite": Backend("SQLiteStore", _sqlite, ("hybrid", "vector", "keyword")),
+    "postgres": Backend(
+        "PostgresStore", _postgres, ("hybrid", "vector", "keyword"), needs_postgres=True
+    ),
     "inmemory": Backend("LangGraph InMemoryStore", _inmemory, (None,)),
 }
 
@@ -108,7 +124,22 @@ def embed_all(convs: list[Conversation], cfg: LocomoConfig, progress: Any = None
 
 
 def run_locomo(cfg: LocomoConfig, progress: Any = None) -> dict[str, Any]:
-    """Run the benchmark; returns ``{"rows": [...], "evidence": {...}, ...}``."""
+    """Run the benchmark; returns ``{"rows": [...], "evidence": {...}, ...}``.
+
+    Starts one embedded PostgreSQL server when a backend needs it."""
+    pg = None
+    if any(BACKENDS[b].needs_postgres for b in cfg.backends):
+        from ..testing import start_embedded_postgres
+
+        pg = start_embedded_postgres()
+    try:
+        return _run(cfg, pg, progress)
+    finally:
+        if pg is not None:
+            pg.stop()
+
+
+def _run(cfg: LocomoConfig, pg: Any, progress: Any) -> dict[str, Any]:
     convs, counts = load_locomo(
         cfg.data,
         date_prefix=cfg.date_prefix,
@@ -141,7 +172,7 @@ def run_locomo(cfg: LocomoConfig, progress: Any = None) -> dict[str, Any]:
             docs = conv.turns if doc_set == "turns" else conv.observations
             for bname in cfg.backends:
                 backend = BACKENDS[bname]
-                with backend.make(index) as store:
+                with backend.make(index, pg) as store:
                     store.batch(
                         [
                             PutOp(

@@ -76,9 +76,9 @@ def bench_locomo(
     out: Annotated[Path, typer.Option(help="Directory for locomo.json/png.")] = Path(
         "bench-results"
     ),
-    backends: Annotated[str, typer.Option(help="Comma-separated: sqlite,inmemory")] = (
-        "sqlite,inmemory"
-    ),
+    backends: Annotated[
+        str, typer.Option(help="Comma-separated: sqlite,postgres,inmemory")
+    ] = "sqlite,postgres,inmemory",
     docs: Annotated[str, typer.Option(help="Document sets: turns,observations")] = (
         "turns,observations"
     ),

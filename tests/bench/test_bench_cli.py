@@ -86,11 +86,13 @@ def test_bench_locomo_command(locomo_file, tmp_path):
         env={"COLUMNS": "200"},
     )
     assert result.exit_code == 0, result.output
-    assert "SQLiteStore hybrid" in result.output and "InMemoryStore" in result.output
+    out_text = result.output
+    assert "SQLiteStore hybrid" in out_text and "InMemoryStore" in out_text
+    assert "PostgresStore hybrid" in out_text
     assert "repaired 1, split 1, dropped malformed 1" in result.output
     data = json.loads((out / "locomo.json").read_text())
     rows = {(r["doc_set"], r["retriever"]): r for r in data["rows"]}
-    assert len(rows) == 8  # 2 document sets x (3 SQLite modes + InMemoryStore)
+    assert len(rows) == 14  # 2 document sets x (3 SQLite + 3 Postgres modes + InMemoryStore)
     for (doc_set, _), r in rows.items():
         assert r["questions"] == 3
         assert 0.0 <= r["overall"]["R@1"] <= r["overall"]["R@5"] <= r["overall"]["R@20"] <= 1.0
@@ -99,8 +101,9 @@ def test_bench_locomo_command(locomo_file, tmp_path):
         else:
             # observations cover D1:1 and D2:1 only: 1 + 1/2 + 0 of the 3 questions
             assert r["overall"]["R@20"] == pytest.approx(0.5)
-    kitten = rows[("turns", "SQLiteStore keyword")]["by_category"]["single-hop"]
-    assert kitten["R@1"] == 1.0
+    for store in ("SQLiteStore", "PostgresStore"):
+        kitten = rows[("turns", f"{store} keyword")]["by_category"]["single-hop"]
+        assert kitten["R@1"] == 1.0
     assert (out / "locomo.png").stat().st_size > 1000
 
 
