@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import logging
 import os
 import sqlite3
 import threading
@@ -37,6 +35,7 @@ from .._ops import (
     prepare_ops,
     prepare_put,
 )
+from .._sweeper import TTLSweeperMixin
 from .._vector_index import VectorIndex
 from ..embeddings import IndexInput, resolve_index
 from . import _exec
@@ -45,10 +44,9 @@ from .schema import migrate
 
 __all__ = ["SQLiteStore"]
 
-logger = logging.getLogger(__name__)
 
 
-class SQLiteStore(BaseStore):
+class SQLiteStore(TTLSweeperMixin, BaseStore):
     """LangGraph store in one SQLite file, with hybrid (vector + keyword) search.
 
     Sync (``get``, ``put``, ``search``, ``batch``…) and async (``aget``, ``aput``,
@@ -117,8 +115,6 @@ class SQLiteStore(BaseStore):
                 f"synchronous must be OFF, NORMAL, FULL or EXTRA, got {synchronous!r}"
             )
         self.timeout = timeout
-        self._sweeper: threading.Thread | None = None
-        self._sweep_stop = threading.Event()
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -460,51 +456,6 @@ class SQLiteStore(BaseStore):
     async def asweep_ttl(self) -> int:
         """Async :meth:`sweep_ttl`."""
         return await asyncio.to_thread(self.sweep_ttl)
-
-    def start_ttl_sweeper(
-        self, sweep_interval_minutes: float | None = None
-    ) -> concurrent.futures.Future[None]:
-        """Sweep expired items periodically on a daemon thread (never keeps the
-        process alive). Returns a future that completes when the sweeper stops.
-
-        The interval defaults to ``ttl["sweep_interval_minutes"]``, else 5 minutes.
-        """
-        interval = sweep_interval_minutes
-        if interval is None and self.ttl_config:
-            interval = self.ttl_config.get("sweep_interval_minutes")
-        interval = 5.0 if interval is None else float(interval)
-        done: concurrent.futures.Future[None] = concurrent.futures.Future()
-        if self._sweeper is not None and self._sweeper.is_alive():
-            done.set_result(None)
-            return done
-        self._sweep_stop.clear()
-
-        def loop() -> None:
-            try:
-                while not self._sweep_stop.wait(interval * 60.0):
-                    try:
-                        n = self.sweep_ttl()
-                        if n:
-                            logger.info("TTL sweeper deleted %d expired items", n)
-                    except Exception:
-                        logger.exception("TTL sweep failed; retrying at the next interval")
-            finally:
-                done.set_result(None)
-
-        self._sweeper = threading.Thread(target=loop, name="langmem-ext-ttl", daemon=True)
-        self._sweeper.start()
-        return done
-
-    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
-        """Stop the sweeper thread; returns True if it stopped within ``timeout``."""
-        if self._sweeper is None:
-            return True
-        self._sweep_stop.set()
-        self._sweeper.join(timeout)
-        stopped = not self._sweeper.is_alive()
-        if stopped:
-            self._sweeper = None
-        return stopped
 
     # -- embedding cache backend -------------------------------------------------
 
