@@ -45,7 +45,6 @@ from .schema import migrate
 __all__ = ["SQLiteStore"]
 
 
-
 class SQLiteStore(TTLSweeperMixin, BaseStore):
     """LangGraph store in one SQLite file, with hybrid (vector + keyword) search.
 
