@@ -31,6 +31,7 @@ __all__ = [
     "encode_namespace",
     "iso_now",
     "keyword_text",
+    "namespace_matches",
     "parse_ts",
     "prepare_ops",
     "texts_to_embed",
@@ -73,6 +74,17 @@ def encode_namespace(namespace: tuple[str, ...]) -> str:
 
 def decode_namespace(prefix: str) -> tuple[str, ...]:
     return tuple(prefix.split(".")) if prefix else ()
+
+
+def namespace_matches(kind: str, path: tuple[str, ...], ns: tuple[str, ...]) -> bool:
+    """Whether ``ns`` matches a ``list_namespaces`` condition: ``path`` against
+    its first (``"prefix"``) or last (``"suffix"``) labels, ``"*"`` matching any."""
+    if kind not in ("prefix", "suffix"):
+        raise ValueError(f"unsupported match type {kind!r}; use 'prefix' or 'suffix'")
+    if len(ns) < len(path):
+        return False
+    pairs = zip(ns, path) if kind == "prefix" else zip(reversed(ns), reversed(path))
+    return all(p == "*" or n == p for n, p in pairs)
 
 
 def iso_now() -> str:

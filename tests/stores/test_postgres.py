@@ -132,9 +132,8 @@ def test_concurrent_setup_from_threads_is_safe(dsn):
         t.join()
     assert errors == []
     with psycopg.connect(dsn) as conn:
-        assert conn.execute("SELECT v, count(*) FROM lmx_migrations GROUP BY v").fetchall() == [
-            (0, 1)
-        ]
+        rows = conn.execute("SELECT v, count(*) FROM lmx_migrations GROUP BY v ORDER BY v")
+        assert rows.fetchall() == [(0, 1), (1, 1)]
     for s in stores:
         s.close()
 
@@ -199,3 +198,59 @@ def test_full_exact_recall_inside_a_namespace(dsn, vectors, vector_index):
                 assert [r.key for r in got] == expected
             hits += len(set(expected) & {r.key for r in got})
         assert hits / (10 * len(queries)) >= 0.95
+
+
+def test_default_path_is_proven_exact_and_falls_back(dsn, vectors, monkeypatch):
+    """The default path (half-precision candidates from the covering index,
+    re-ranked in full precision) serves namespace and whole-store pages itself,
+    and gives exactly numpy's pages at deep offsets and under filters; when it
+    cannot prove a page (too few items pass) the exact query answers."""
+    from langmem_ext.stores.postgres import _core
+
+    served: list[bool] = []
+    real = _core.candidate_steps
+
+    def counting(*args, **kwargs):
+        page = yield from real(*args, **kwargs)
+        served.append(page is not None)
+        return page
+
+    monkeypatch.setattr(_core, "candidate_steps", counting)
+    docs, queries, table = vectors
+    index = {"dims": DIMS, "embed": lambda t: [table[x].tolist() for x in t], "fields": ["text"]}
+    with PostgresStore.from_conn_string(dsn, index={**index, "cache": False}) as store:
+        ops = [
+            PutOp(("user", f"u{i % 10}"), f"k{i}", {"text": f"doc {i}", "n": i})
+            for i in range(len(docs))
+        ]
+        for start in range(0, len(ops), 500):
+            store.batch(ops[start : start + 500])
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("VACUUM ANALYZE")  # index-only scans need the visibility map
+        unit = docs / np.linalg.norm(docs, axis=1, keepdims=True)
+        n = np.arange(len(docs))
+        for j, q in enumerate(queries[:8]):
+            sims = unit @ (q / np.linalg.norm(q))
+            for prefix, mask, offset in [
+                (("user", "u3"), n % 10 == 3, 0),
+                (("user", "u3"), n % 10 == 3, 37),
+                (("user",), n >= 0, 0),
+                (("user",), n >= 0, 250),
+            ]:
+                order = np.argsort(-np.where(mask, sims, -9), kind="stable")
+                expected = [f"k{i}" for i in order[offset : offset + 10]]
+                got = store.search(
+                    prefix, query=f"query {j}", limit=10, offset=offset, mode="vector"
+                )
+                assert [r.key for r in got] == expected
+            assert all(served) and len(served) == 4 * (j + 1)
+            # A selective filter is proven on the 10x larger candidate set; when
+            # fewer items pass than the page holds, the exact query answers.
+            for step, proven in ((100, True), (600, False)):
+                rare = list(range(3, 3000, step))
+                expected = [f"k{i}" for i in sorted(rare, key=lambda i: -sims[i])[:10]]
+                got = store.search(
+                    ("user", "u3"), query=f"query {j}", filter={"n": {"$in": rare}}, mode="vector"
+                )
+                assert [r.key for r in got] == expected
+                assert served.pop() is proven

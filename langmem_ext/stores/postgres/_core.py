@@ -13,7 +13,7 @@ import concurrent.futures
 import json
 import logging
 import threading
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
@@ -39,12 +39,22 @@ from .._ops import (
     SearchMode,
     decode_namespace,
     encode_namespace,
+    namespace_matches,
     prepare_ops,
     prepare_put,
 )
 from ..embeddings import IndexInput, resolve_index
 from . import _sql
-from ._schema import BOOTSTRAP, LOCK_KEY, MIGRATIONS, hnsw_index_sql
+from ._schema import (
+    BOOTSTRAP,
+    LOCK_KEY,
+    MAX_SCAN_INDEX_DIMS,
+    MIGRATIONS,
+    hnsw_index_sql,
+    scan_index_sql,
+)
+from ._steps import Copy, Exec, Steps
+from ._vector_search import candidate_steps, hnsw_steps
 
 __all__ = ["Copy", "Exec", "PostgresCore", "VectorIndexConfig"]
 
@@ -54,12 +64,15 @@ logger = logging.getLogger("langmem_ext.stores.postgres")
 class VectorIndexConfig(TypedDict, total=False):
     """How vector search runs (``vector_index=`` of the stores).
 
-    ``{"kind": "exact"}`` (default): every query computes the cosine of every
-    vector in its namespace scope, so results are exact for any namespace or
-    filter. ``{"kind": "hnsw", "m": 16, "ef_construction": 64, "ef_search": 100}``
+    ``{"kind": "exact"}`` (default): results are exact for any namespace or
+    filter. ``mode="vector"`` pages come from half-precision candidates (a
+    covering index, read index-only) re-ranked in full precision, returned only
+    when provably exact, else (and for hybrid/keyword) every cosine in the scope
+    is computed; see :mod:`._vector_search`.
+    ``{"kind": "hnsw", "m": 16, "ef_construction": 64, "ef_search": 100}``
     additionally builds an HNSW index, used with pgvector 0.8 iterative scans
-    for ``mode="vector"`` queries whose scope holds more than
-    ``exact_below`` vectors; smaller scopes stay exact.
+    (approximate) for ``mode="vector"`` queries whose scope holds more than
+    ``exact_below`` vectors; smaller scopes take the default path.
     """
 
     kind: str
@@ -74,22 +87,6 @@ class VectorIndexConfig(TypedDict, total=False):
     """``hnsw.max_scan_tuples`` for iterative scans (20000)."""
     exact_below: int
     """Scopes with at most this many vectors are searched exactly (50000)."""
-
-
-class Exec(NamedTuple):
-    sql: str
-    params: Sequence[Any] = ()
-    fetch: bool = False
-
-
-class Copy(NamedTuple):
-    sql: str
-    types: list[str]
-    rows: list[tuple[Any, ...]]
-
-
-Step = Exec | Copy
-Steps = Generator[Step, Any, Any]
 
 
 class _Plan(NamedTuple):
@@ -154,6 +151,12 @@ class PostgresCore:
         self._sweep_stop = threading.Event()
 
     @property
+    def _scan_index(self) -> bool:
+        """Whether the half-precision covering index (and its fast path) exists."""
+        dims = self._dims
+        return dims is not None and 0 < dims <= MAX_SCAN_INDEX_DIMS
+
+    @property
     def _dims(self) -> int | None:
         return self._index.dims if self._index and self.embeddings else None
 
@@ -196,6 +199,8 @@ class PostgresCore:
                 )
             if not rows:
                 yield Exec("INSERT INTO lmx_meta (key, value) VALUES ('dims', %s)", [str(dims)])
+            if dims <= MAX_SCAN_INDEX_DIMS:
+                yield Exec(scan_index_sql())
             if self.vector_index["kind"] == "hnsw":
                 vi = self.vector_index
                 yield Exec(hnsw_index_sql(dims, vi["m"], vi["ef_construction"]))
@@ -295,7 +300,11 @@ class PostgresCore:
                 fetch=True,
             )
             if rows[0][0]:
-                return (yield from self._hnsw_steps(op, prefix, flt, live, qvec))
+                return (yield from hnsw_steps(op, vi, prefix, flt, live, qvec, self._dims or 0))
+        elif mode == "vector" and qvec is not None and self._scan_index:
+            page = yield from candidate_steps(op, prefix, flt, live, qvec, self._dims or 0)
+            if page is not None:
+                return page
         tsq = _sql.tsquery_text(op.query) if mode in ("keyword", "hybrid") else None
         weight = self._index.vector_weight if self._index else 0.5
         sql, params = _sql.search_query(
@@ -313,28 +322,6 @@ class PostgresCore:
             dims=self._dims,
         )
         return (yield Exec(sql, params, fetch=True))
-
-    def _hnsw_steps(
-        self, op: HybridSearchOp, prefix: str, flt: tuple[str, list[Any]], live: str, qvec: Any
-    ) -> Steps:
-        """Large scope, vector mode: walk the HNSW index with an iterative scan
-        in strict distance order, so filtered-out rows do not shorten the page.
-        Unindexed items follow from a second, exact query."""
-        vi = self.vector_index
-        yield Exec("SET LOCAL hnsw.iterative_scan = strict_order")
-        yield Exec(f"SET LOCAL hnsw.ef_search = {int(vi['ef_search'])}")
-        yield Exec(f"SET LOCAL hnsw.max_scan_tuples = {int(vi['max_scan_tuples'])}")
-        sql, params = _sql.hnsw_query(
-            _sql.scope_clause(prefix, "v.prefix"), flt, live, qvec, self._dims or 0, op
-        )
-        ranked = yield Exec(sql, params, fetch=True)
-        need = op.offset + op.limit
-        if len(ranked) >= need:
-            return ranked[op.offset : need]
-        scope = _sql.scope_clause(prefix)
-        sql, params = _sql.unindexed_query(scope, flt, live, need - len(ranked))
-        tail = yield Exec(sql, params, fetch=True)
-        return [*ranked, *tail][op.offset : need]
 
     def _put_steps(self, puts: list[PreparedPut], doc_vecs: np.ndarray | None) -> Steps:
         # Sorted so concurrent batches lock rows in the same order (no deadlock).
@@ -553,20 +540,11 @@ def _item(row: Sequence[Any], search: bool = False) -> Item:
 def _list_namespaces(op: ListNamespacesOp, prefixes: list[str]) -> list[tuple[str, ...]]:
     namespaces = [decode_namespace(p) for p in prefixes]
     for cond in op.match_conditions or ():
-        if cond.match_type not in ("prefix", "suffix"):
-            raise ValueError(f"unsupported match type {cond.match_type!r}; use prefix or suffix")
-        namespaces = [ns for ns in namespaces if _matches(cond.match_type, cond.path, ns)]
+        namespaces = [ns for ns in namespaces if namespace_matches(cond.match_type, cond.path, ns)]
     if op.max_depth is not None:
         namespaces = list({ns[: op.max_depth] for ns in namespaces})
     namespaces.sort()
     return namespaces[op.offset : op.offset + op.limit]
-
-
-def _matches(kind: str, path: tuple[str, ...], ns: tuple[str, ...]) -> bool:
-    if len(ns) < len(path):
-        return False
-    pairs = zip(ns, path) if kind == "prefix" else zip(reversed(ns), reversed(path))
-    return all(p == "*" or n == p for n, p in pairs)
 
 
 def translate(e: psycopg.Error, where: str) -> Exception:

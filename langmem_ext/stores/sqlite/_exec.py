@@ -14,7 +14,14 @@ from langgraph.store.base import GetOp, Item, ListNamespacesOp, SearchItem
 
 from .._filters import normalize_filter
 from .._hybrid import fuse, top_order
-from .._ops import HybridSearchOp, PreparedPut, decode_namespace, encode_namespace, parse_ts
+from .._ops import (
+    HybridSearchOp,
+    PreparedPut,
+    decode_namespace,
+    encode_namespace,
+    namespace_matches,
+    parse_ts,
+)
 from .._vector_index import VectorIndex
 from ._sql import compile_filter, scope_clause
 
@@ -81,20 +88,11 @@ def list_namespaces(
     rows = conn.execute(f"SELECT DISTINCT i.prefix FROM items i WHERE {live}", lp).fetchall()
     namespaces = [decode_namespace(r[0]) for r in rows]
     for cond in op.match_conditions or ():
-        namespaces = [ns for ns in namespaces if _matches(cond.match_type, cond.path, ns)]
+        namespaces = [ns for ns in namespaces if namespace_matches(cond.match_type, cond.path, ns)]
     if op.max_depth is not None:
         namespaces = list({ns[: op.max_depth] for ns in namespaces})
     namespaces.sort()
     return namespaces[op.offset : op.offset + op.limit]
-
-
-def _matches(kind: str, path: tuple[str, ...], ns: tuple[str, ...]) -> bool:
-    if len(ns) < len(path):
-        return False
-    pairs = zip(ns, path) if kind == "prefix" else zip(reversed(ns), reversed(path))
-    if kind not in ("prefix", "suffix"):
-        raise ValueError(f"unsupported match type {kind!r}; use 'prefix' or 'suffix'")
-    return all(p == "*" or n == p for n, p in pairs)
 
 
 def search(
