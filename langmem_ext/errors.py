@@ -22,6 +22,8 @@ __all__ = [
     "ConfigurationError",
     "ContentTooLongError",
     "EmbeddingDimensionError",
+    "ExtractionError",
+    "FactNotFoundError",
     "InvalidLayerError",
     "InvalidMemoryTypeError",
     "InvalidOperationError",
@@ -137,6 +139,24 @@ class MemoryNotFoundError(LangmemError, LookupError):
     """No memory with this id (and type) is visible to the caller."""
 
     code = "MEMORY_NOT_FOUND"
+
+
+class FactNotFoundError(MemoryNotFoundError, KeyError):
+    """No profile fact with this id (seed 004 raises ``KeyError`` here, so this
+    is one; ``except KeyError`` and ``except MemoryNotFoundError`` both work)."""
+
+    def __str__(self) -> str:
+        # KeyError's str() is the repr of its argument; keep the plain message.
+        return str(self.args[0]) if self.args else ""
+
+
+class ExtractionError(ProviderError):
+    """Fact extraction failed: the model kept failing or kept returning output
+    that is not the facts it was asked for. Retryable: the conversation turn
+    stays pending and is reflected again later."""
+
+    code = "EXTRACTION_FAILED"
+    retryable = True
 
 
 class InvalidOperationError(LangmemError, ValueError):

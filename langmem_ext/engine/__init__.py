@@ -15,6 +15,7 @@ from .engine import MemoryEngine
 from .layers import LAYERS, accessible_layers
 from .metrics import EngineMetrics
 from .models import Episode, Fact, MemoryEvent, MemoryRecord, Note, Rule
+from .profile import FactCandidate, Profile, ProfileUpdate, SkippedFact
 from .provider import HealthStatus
 from .recall import Hit, Page
 from .scoring import ScoreWeights
@@ -26,6 +27,7 @@ __all__ = [
     "EngineMetrics",
     "Episode",
     "Fact",
+    "FactCandidate",
     "HealthStatus",
     "Hit",
     "MemoryContext",
@@ -34,8 +36,11 @@ __all__ = [
     "MemoryRecord",
     "Note",
     "Page",
+    "Profile",
+    "ProfileUpdate",
     "RetryPolicy",
     "Rule",
     "ScoreWeights",
+    "SkippedFact",
     "accessible_layers",
 ]

@@ -11,14 +11,16 @@ LangGraph store ops (or an :class:`Embed` of texts) and receives the results::
 :func:`run_sync` drives it with ``store.batch``; :func:`run_async` with
 ``store.abatch`` (a ``parallel`` batch becomes one ``abatch`` per op under
 ``asyncio.gather``). Neither starts threads or event loops, and both retry
-transient provider failures the same way (:class:`RetryPolicy`). No I/O here.
+transient provider failures the same way (:class:`RetryPolicy`). Work that is
+not a store op (a chat model call, a pause between retries) is a :class:`Call`
+carrying both faces; it is run once, never retried here. No I/O here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple, TypeVar
@@ -31,7 +33,7 @@ from ..stores._ops import HybridSearchOp
 from . import policy
 from .scoring import DEFAULT_THRESHOLD, DEFAULT_WEIGHTS, ScoreWeights
 
-__all__ = ["Batch", "Embed", "EngineConfig", "RetryPolicy", "run_async", "run_sync"]
+__all__ = ["Batch", "Call", "Embed", "EngineConfig", "RetryPolicy", "run_async", "run_sync"]
 
 T = TypeVar("T")
 
@@ -56,7 +58,16 @@ class Embed(NamedTuple):
     texts: list[str]
 
 
-Request = Batch | Embed
+class Call(NamedTuple):
+    """Work that is not a store op: the sync runner returns ``sync()``, the
+    async runner ``await async_()``. Errors reach the operation unretried (it
+    has its own policy, e.g. for model calls)."""
+
+    sync: Callable[[], Any]
+    async_: Callable[[], Awaitable[Any]]
+
+
+Request = Batch | Embed | Call
 Step = Generator[Request, Any, T]
 
 
@@ -254,7 +265,10 @@ def run_sync(step: Step[T], store: BaseStore, config: EngineConfig) -> T:
     request = _first(step)
     while not isinstance(request, _Done):
         try:
-            result = _retry_sync(lambda r=request: _execute_sync(store, r), config)
+            if isinstance(request, Call):
+                result = request.sync()
+            else:
+                result = _retry_sync(lambda r=request: _execute_sync(store, r), config)
         except Exception as e:
             # Thrown into the operation, so a step may handle a store failure
             # (health_check does); unhandled, it leaves through _resume.
@@ -269,7 +283,10 @@ async def run_async(step: Step[T], store: BaseStore, config: EngineConfig) -> T:
     request = _first(step)
     while not isinstance(request, _Done):
         try:
-            result = await _retry_async(lambda r=request: _execute_async(store, r), config)
+            if isinstance(request, Call):
+                result = await request.async_()
+            else:
+                result = await _retry_async(lambda r=request: _execute_async(store, r), config)
         except Exception as e:
             request = _resume(step, error=e)
         else:

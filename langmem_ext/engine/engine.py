@@ -15,12 +15,15 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from langgraph.store.base import BaseStore
 
 from . import lifecycle as lc
+from . import policy
+from . import profile as pf
 from . import provider as pv
 from . import recall as rc
 from ._core import EngineConfig, Step, detect_caps, run_async, run_sync
 from .lifecycle import Env
 from .metrics import EngineMetrics
 from .models import Episode, Fact, MemoryEvent, Note, Rule
+from .profile import FactCandidate, Profile, ProfileUpdate
 from .provider import HealthStatus
 from .recall import Hit, Page
 from .tenancy import MemoryContext
@@ -344,6 +347,99 @@ class MemoryEngine:
         """Counts of facts, rules and episodes (seed 003 ``memory_stats``)."""
         return rc.stats(self.env(ctx, tenant), scope)
 
+    # -- the user profile (seed 004, :mod:`.profile`) -----------------------------
+
+    def _get_profile(self, ctx: Ctx, *, tenant: str | None = None) -> Step[Profile]:
+        """The caller's profile: user context, history and active facts
+        (confidence desc)."""
+        return pf.get_profile(self.env(ctx, tenant))
+
+    def _update_profile(
+        self,
+        ctx: Ctx,
+        *,
+        user_context: Mapping[str, str] | None = None,
+        history: Mapping[str, str] | None = None,
+        tenant: str | None = None,
+    ) -> Step[Profile]:
+        """Merge summary entries: ``user_context`` keys ``work``, ``personal``,
+        ``top_of_mind``; ``history`` keys ``recent``, ``earlier``, ``background``
+        (an empty string removes an entry)."""
+        return pf.update_profile(self.env(ctx, tenant), user_context, history)
+
+    def _add_facts(
+        self,
+        ctx: Ctx,
+        facts: Sequence[FactCandidate | Mapping[str, Any]],
+        *,
+        threshold: float = policy.EXTRACTION_THRESHOLD,
+        max_facts: int = policy.MAX_PROFILE_FACTS,
+        provenance: Mapping[str, Any] | None = None,
+        tenant: str | None = None,
+    ) -> Step[ProfileUpdate]:
+        """Add facts to the caller's profile: low-confidence and case-folded
+        duplicates skipped (and logged), near-duplicates merged, ``replaces``
+        superseded, the lowest-confidence facts removed over ``max_facts``.
+
+        Example:
+            >>> from langmem_ext import SQLiteStore
+            >>> from langmem_ext.engine import MemoryContext, MemoryEngine
+            >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext("acme", user_id="ada")
+            >>> done = engine.add_facts(ctx, [
+            ...     {"content": "Lives in Berlin", "category": "context", "confidence": 0.9},
+            ...     {"content": "lives in berlin", "category": "context", "confidence": 0.9},
+            ...     {"content": "Maybe likes jazz", "category": "preference", "confidence": 0.2}])
+            >>> len(done.added), [s.reason for s in done.skipped]
+            (1, ['duplicate', 'low_confidence'])
+        """
+        e = self.env(ctx, tenant)
+        return pf.add_facts(
+            e, facts, threshold=threshold, max_facts=max_facts, provenance=provenance
+        )
+
+    def _add_fact(
+        self,
+        ctx: Ctx,
+        content: str,
+        category: str,
+        confidence: float,
+        *,
+        subject: str | None = None,
+        predicate: str | None = None,
+        replaces: str | None = None,
+        threshold: float = policy.EXTRACTION_THRESHOLD,
+        max_facts: int = policy.MAX_PROFILE_FACTS,
+        provenance: Mapping[str, Any] | None = None,
+        tenant: str | None = None,
+    ) -> Step[Fact | None]:
+        """Add one profile fact (id ``fact_xxxxxxxx``). Returns the new fact, the
+        existing fact it was merged into, or None when it was skipped."""
+        c = FactCandidate(content, category, confidence, subject, predicate, replaces)
+        e = self.env(ctx, tenant)
+        done = yield from pf.add_facts(
+            e, [c], threshold=threshold, max_facts=max_facts, provenance=provenance
+        )
+        return (done.added or done.merged or [None])[0]
+
+    def _update_fact(
+        self,
+        ctx: Ctx,
+        id: str,
+        *,
+        content: str | None = None,
+        category: str | None = None,
+        confidence: float | None = None,
+        tenant: str | None = None,
+    ) -> Step[Fact]:
+        """Change only the given fields of a fact (``created_at`` stays);
+        ``KeyError`` (:class:`~langmem_ext.errors.FactNotFoundError`) if unknown."""
+        return pf.update_fact(self.env(ctx, tenant), id, content, category, confidence)
+
+    def _delete_fact(self, ctx: Ctx, id: str, *, tenant: str | None = None) -> Step[None]:
+        """Remove a profile fact; ``KeyError`` (:class:`~langmem_ext.errors.FactNotFoundError`)
+        for an unknown id (unlike :meth:`delete`, which is idempotent)."""
+        return pf.delete_fact(self.env(ctx, tenant), id)
+
     # -- provider contract (seed 001) ---------------------------------------------
 
     def _bulk_add(
@@ -485,3 +581,15 @@ class MemoryEngine:
     agenerate_embedding = _async(_generate_embedding)
     storage_size = _sync(_storage_size)
     astorage_size = _async(_storage_size)
+    get_profile = _sync(_get_profile)
+    aget_profile = _async(_get_profile)
+    update_profile = _sync(_update_profile)
+    aupdate_profile = _async(_update_profile)
+    add_facts = _sync(_add_facts)
+    aadd_facts = _async(_add_facts)
+    add_fact = _sync(_add_fact)
+    aadd_fact = _async(_add_fact)
+    update_fact = _sync(_update_fact)
+    aupdate_fact = _async(_update_fact)
+    delete_fact = _sync(_delete_fact)
+    adelete_fact = _async(_delete_fact)

@@ -51,13 +51,17 @@ __all__ = [
     "EPISODE_STATUS",
     "EPISODE_TTL",
     "EXPIRE_BELOW",
+    "EXTRACTION_THRESHOLD",
+    "FACT_CATEGORIES",
     "FACT_VALIDITY",
     "FADING_RATIO",
     "HARMFUL_WEIGHT",
     "IMPORTANCE_RANGE",
     "MATURITY",
     "MATURITY_CONFIDENCE",
+    "MAX_PROFILE_FACTS",
     "MEMORY_TYPES",
+    "MERGE_SIMILARITY",
     "RULE_CONFIDENCE",
     "RULE_DECAY_RATES",
     "decayed_confidence",
@@ -96,6 +100,24 @@ DEFAULT_PERMANENCE = "standard"
 FADING_RATIO = 0.5
 #: ``sweep`` marks an active fact ``expired`` below this effective confidence.
 EXPIRE_BELOW = 0.05
+
+# -- the user profile (seed 004) ---------------------------------------------
+#: Categories of profile facts (extracted or added through the profile API).
+FACT_CATEGORIES: tuple[str, ...] = (
+    "preference",
+    "knowledge",
+    "context",
+    "behavior",
+    "goal",
+    "correction",
+)
+#: Facts below this confidence are not stored (skipped and logged).
+EXTRACTION_THRESHOLD = 0.5
+#: At most this many active facts per profile; the lowest confidence goes first.
+MAX_PROFILE_FACTS = 500
+#: A new fact at least this similar to an active one (cosine of embeddings, or
+#: text similarity without an embedder) is merged into it instead of stored.
+MERGE_SIMILARITY = 0.95
 
 # -- episodes ----------------------------------------------------------------
 EPISODE_IMPORTANCE = 5.0

@@ -39,6 +39,11 @@ from typing import Any
 
 from ..errors import MissingIdentifierError, TenantAccessError
 
+try:
+    from langgraph._internal._constants import CONFIG_KEY_RUNTIME as _RUNTIME_KEY
+except ImportError:  # pragma: no cover - moved in a future LangGraph
+    _RUNTIME_KEY = "__pregel_runtime"
+
 __all__ = ["ADMIN_PERMISSION", "ELEVATE_PERMISSION", "MemoryContext"]
 
 ADMIN_PERMISSION = "memory:admin"
@@ -85,39 +90,53 @@ class MemoryContext:
             object.__setattr__(self, "actor", self.user_id)
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any] | None) -> MemoryContext:
+    def from_config(
+        cls, config: Mapping[str, Any] | None, *, default_tenant: str | None = None
+    ) -> MemoryContext:
         """Build the context from a LangGraph ``RunnableConfig``.
 
         The tenant, actor and admin rights come only from the auth user;
-        ``configurable`` may add layer identifiers (``user_id``, ``session_id``…;
-        ``thread_id`` stands in for ``session_id``). A ``MemoryContext`` placed
-        in ``configurable["memory_context"]`` is used as is.
+        ``configurable`` (or the run's ``Runtime.context``) may add layer
+        identifiers (``user_id``, ``session_id``…; ``thread_id`` stands in for
+        ``session_id``). A ``MemoryContext`` placed in
+        ``configurable["memory_context"]`` is used as is.
+
+        ``default_tenant``: for single-tenant apps without LangGraph auth, the
+        tenant of a run that has no auth user (never an admin). An auth user,
+        when present, always decides.
+
+        Example:
+            >>> MemoryContext.from_config({"configurable": {"user_id": "ada"}},
+            ...                           default_tenant="local").tenant_id
+            'local'
         """
         conf = dict((config or {}).get("configurable") or {})
         given = conf.get("memory_context")
         if isinstance(given, MemoryContext):
             return given
+        runtime_ctx = getattr(conf.get(_RUNTIME_KEY), "context", None)
+        ids = {k: v for k in _ID_KEYS if (v := conf.get(k, _read(runtime_ctx, k))) is not None}
         user = conf.get("langgraph_auth_user")
         if user is None:
+            if default_tenant is not None:
+                return cls(default_tenant, **{k: str(v) for k, v in _with_session(ids, conf)})
             raise MissingIdentifierError(
                 "no authenticated caller: the config has no configurable"
                 "['langgraph_auth_user'] and no configurable['memory_context']; run the "
-                "graph with LangGraph auth or pass a MemoryContext",
+                "graph with LangGraph auth, pass a MemoryContext, or (single-tenant "
+                "apps) give a default tenant",
                 identifier="tenant_id",
             )
         tenant = _read(user, "tenant_id")
         identity = _read(user, "identity")
         perms = set(_read(user, "permissions") or ())
-        ids = {k: conf[k] for k in _ID_KEYS if conf.get(k) is not None}
         ids.setdefault("user_id", identity)
-        if "session_id" not in ids and conf.get("thread_id") is not None:
-            ids["session_id"] = conf["thread_id"]
         return cls(
             tenant_id=tenant,
             actor=identity,
             is_admin=bool(_read(user, "is_admin")) or ADMIN_PERMISSION in perms,
             elevated=bool(_read(user, "elevated")) or ELEVATE_PERMISSION in perms,
-            **{k: str(v) for k, v in ids.items() if v is not None},
+            **{k: str(v) for k, v in _with_session(ids, conf) if v is not None},
         )
 
     def resolve_tenant(self, requested: str | None) -> str:
@@ -151,7 +170,15 @@ class MemoryContext:
         return dataclasses.replace(self, **ids)
 
 
+def _with_session(ids: dict[str, Any], conf: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    if "session_id" not in ids and conf.get("thread_id") is not None:
+        ids = {**ids, "session_id": conf["thread_id"]}
+    return list(ids.items())
+
+
 def _read(user: Any, key: str) -> Any:
+    if user is None:
+        return None
     if isinstance(user, Mapping):
         return user.get(key)
     try:

@@ -53,6 +53,7 @@ from langgraph.store.base import BaseStore, PutOp
 from pydantic import BaseModel, Field, create_model
 
 from ..errors import ConfigurationError
+from ..reflection.middleware import with_system_block
 from ..stores._ops import iso_now
 from . import namespaces as _ns
 from ._tooling import MemoryTool, MemoryToolError, resolve_store
@@ -285,25 +286,13 @@ class CompartmentMiddleware(AgentMiddleware):
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
         block = self.compartments.render(self.compartments.entries("run"))
-        return handler(_with_block(request, block))
+        return handler(with_system_block(request, block))
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
         block = self.compartments.render(await self.compartments.aentries("run"))
-        return await handler(_with_block(request, block))
-
-
-def _with_block(request: ModelRequest, block: str | None) -> ModelRequest:
-    if not block:
-        return request
-    old = request.system_message
-    if old is None:
-        return request.override(system_message=lc.SystemMessage(block))
-    if isinstance(old.content, str):
-        return request.override(system_message=lc.SystemMessage(f"{old.content}\n\n{block}"))
-    content = [*old.content, {"type": "text", "text": block}]
-    return request.override(system_message=lc.SystemMessage(content))
+        return await handler(with_system_block(request, block))
 
 
 # -- listing -------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 ``create_memory_tools(engine)`` returns ``memory_store_episode``,
 ``memory_store_fact``, ``memory_store_rule``, ``memory_search``,
 ``memory_recall``, ``memory_get``, ``memory_confirm``, ``memory_mark_helpful``,
-``memory_mark_harmful``, ``memory_forget`` and ``memory_stats``, each sync and
-async. The caller (tenant, actor, layer identifiers) comes from the run's
+``memory_mark_harmful``, ``memory_forget``, ``memory_stats`` and
+``memory_context`` (the memory block for a prompt, within a token budget), each
+sync and async. The caller (tenant, actor, layer identifiers) comes from the run's
 config — LangGraph's auth user or a ``MemoryContext`` in
 ``configurable["memory_context"]`` — never from arguments; the optional
 ``tenant_id`` argument is an admin's explicit cross-tenant selector and is
@@ -37,6 +38,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from ..engine import MemoryEngine
 from ..engine.models import Fact, MemoryRecord, Rule
 from ..errors import LangmemError
+from ..reflection.context import amemory_context, memory_context
 
 __all__ = ["MEMORY_TOOL_NAMES", "create_memory_tools"]
 
@@ -52,6 +54,7 @@ MEMORY_TOOL_NAMES = (
     "memory_mark_harmful",
     "memory_forget",
     "memory_stats",
+    "memory_context",
 )
 
 MemoryType = Literal["episode", "fact", "rule"]
@@ -231,6 +234,21 @@ def create_memory_tools(
         """Counts and health of stored memories (scope: only 'global' and this scope)."""
         return ("stats", (config, scope), {"tenant": tenant_id}, json.dumps)
 
+    def context(
+        trigger_prompt: str,
+        butler: str,
+        token_budget: int = 3000,
+        tenant_id: str | None = None,
+        *,
+        config: RunnableConfig,
+    ) -> Any:
+        """The memory block to put into a system prompt for this request: the best facts,
+        rules and recent episodes for trigger_prompt, scoped to butler, within token_budget
+        tokens (default 3000)."""
+        kw = {"tenant": tenant_id}
+        call = (memory_context, amemory_context)
+        return (call, (config, trigger_prompt, butler, token_budget), kw, str)
+
     specs: dict[str, Callable[..., Any]] = {
         "memory_store_episode": store_episode,
         "memory_store_fact": store_fact,
@@ -243,18 +261,26 @@ def create_memory_tools(
         "memory_mark_harmful": mark_harmful,
         "memory_forget": forget,
         "memory_stats": stats,
+        "memory_context": context,
     }
     return [_tool(engine, name, specs[name]) for name in names]
 
 
 def _tool(engine: MemoryEngine, name: str, spec: Callable[..., Any]) -> BaseTool:
-    # Each spec names the engine method, its arguments and how to render the
-    # result, so the sync and async tool bodies below are the only two.
+    # Each spec names the engine method (or a (sync, async) pair of functions
+    # taking the engine first), its arguments and how to render the result, so
+    # the sync and async tool bodies below are the only two.
+    def pick(method: Any, prefix: str) -> Callable[..., Any]:
+        if isinstance(method, str):
+            return getattr(engine, prefix + method)
+        fn = method[1] if prefix else method[0]
+        return functools.partial(fn, engine)
+
     @functools.wraps(spec)
     def run(*args: Any, **kwargs: Any) -> Any:
         method, a, kw, render = spec(*args, **kwargs)
         try:
-            return render(getattr(engine, method)(*a, **kw))
+            return render(pick(method, "")(*a, **kw))
         except LangmemError as err:
             raise ToolException(f"{err.code}: {err}") from err
 
@@ -262,7 +288,7 @@ def _tool(engine: MemoryEngine, name: str, spec: Callable[..., Any]) -> BaseTool
     async def arun(*args: Any, **kwargs: Any) -> Any:
         method, a, kw, render = spec(*args, **kwargs)
         try:
-            return render(await getattr(engine, "a" + method)(*a, **kw))
+            return render(await pick(method, "a")(*a, **kw))
         except LangmemError as err:
             raise ToolException(f"{err.code}: {err}") from err
 

@@ -1,0 +1,439 @@
+"""The user profile of seed 004: a summary (user context and history) and the
+user's facts, with the fact-collection rules reflection relies on.
+
+The profile's facts are ordinary engine :class:`~.models.Fact` records in the
+caller's ``user`` layer (so recall, search, supersession, decay and audit all
+apply to them); what this module adds is the seed's collection behaviour:
+
+* ids ``fact_{uuid_hex[:8]}`` and ISO-8601 UTC timestamps;
+* a fact under the threshold (default :data:`~.policy.EXTRACTION_THRESHOLD`)
+  is skipped and logged;
+* a fact whose case-folded content equals an active fact's (or one added
+  earlier in the same call) is skipped and logged, the existing fact unchanged;
+* a semantic near-duplicate (similarity >= :data:`~.policy.MERGE_SIMILARITY`)
+  is merged into the existing fact: its decay clock is reset, its confidence
+  becomes the higher of the two and the new provenance is appended;
+* a fact naming an existing fact in ``replaces`` (a correction or an update)
+  takes that fact's (subject, predicate) slot, so the engine supersedes it;
+* at most ``max_facts`` (default :data:`~.policy.MAX_PROFILE_FACTS`) active
+  facts: adding more removes the lowest-confidence existing ones first;
+* ``update_fact`` changes only the fields given (``created_at`` never moves)
+  and ``delete_fact`` removes a fact; both raise ``KeyError``
+  (:class:`~langmem_ext.errors.FactNotFoundError`) for an unknown id.
+
+The summary lives in one item per user at ``(root, tenant, "profile")``.
+
+Example:
+    >>> from langmem_ext import SQLiteStore
+    >>> from langmem_ext.engine import MemoryContext, MemoryEngine
+    >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext("acme", user_id="ada")
+    >>> fact = engine.add_fact(ctx, "Prefers dark mode", "preference", 0.9)
+    >>> fact.id.startswith("fact_"), engine.add_fact(ctx, "prefers DARK mode", "preference", 0.8)
+    (True, None)
+    >>> engine.add_fact(ctx, "Might like jazz", "preference", 0.3) is None
+    True
+    >>> [f.content for f in engine.get_profile(ctx).facts]
+    ['Prefers dark mode']
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from langgraph.store.base import GetOp, PutOp, SearchOp
+
+from ..errors import FactNotFoundError, InvalidValueError
+from ..stores._ops import HybridSearchOp
+from . import policy
+from ._core import Batch, Step, paged
+from .layers import layer_id
+from .lifecycle import (
+    Env,
+    add_fields,
+    change,
+    check_content,
+    check_range,
+    load,
+    resolve_slot,
+    slot_of,
+)
+from .models import Fact
+from .scoring import text_similarity
+
+__all__ = [
+    "CONTEXT_KEYS",
+    "HISTORY_KEYS",
+    "FactCandidate",
+    "Profile",
+    "ProfileUpdate",
+    "SkippedFact",
+    "profile_fact_id",
+]
+
+logger = logging.getLogger("langmem_ext.profile")
+
+#: Keys of the profile's ``user_context`` and ``history`` (seed 004's
+#: work / personal / topOfMind and recent / earlier / background).
+CONTEXT_KEYS: tuple[str, ...] = ("work", "personal", "top_of_mind")
+HISTORY_KEYS: tuple[str, ...] = ("recent", "earlier", "background")
+PROFILE_LAYER = "user"
+#: How many merge sources a fact's provenance keeps.
+MERGED_SOURCES = 10
+
+
+def profile_fact_id() -> str:
+    """A new profile fact id: ``fact_`` and 8 hex digits of a UUID4."""
+    return f"fact_{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True)
+class FactCandidate:
+    """A fact to add to the profile (what extraction produces).
+
+    ``subject``/``predicate`` (optional) name the engine slot: a later fact for
+    the same pair supersedes this one. ``replaces`` is the id of an existing
+    fact this one corrects or updates.
+    """
+
+    content: str
+    category: str
+    confidence: float
+    subject: str | None = None
+    predicate: str | None = None
+    replaces: str | None = None
+
+
+@dataclass(frozen=True)
+class SkippedFact:
+    """A candidate that was not stored, and why (``low_confidence`` or ``duplicate``)."""
+
+    content: str
+    reason: str
+    confidence: float
+
+
+@dataclass
+class ProfileUpdate:
+    """What one :meth:`MemoryEngine.add_facts` call did."""
+
+    added: list[Fact] = field(default_factory=list)
+    merged: list[Fact] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)
+    skipped: list[SkippedFact] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Profile:
+    """Seed 004's memory data: ``user_context``, ``history`` and ``facts``
+    (active facts of the user's layer, confidence desc, then newest first)."""
+
+    user_id: str
+    user_context: dict[str, str] = field(default_factory=dict)
+    history: dict[str, str] = field(default_factory=dict)
+    facts: list[Fact] = field(default_factory=list)
+    updated_at: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (facts with ``id``, ``content``, ``category``,
+        ``confidence``, ``createdAt``, ``updatedAt``)."""
+        return {
+            "user_id": self.user_id,
+            "user_context": dict(self.user_context),
+            "history": dict(self.history),
+            "facts": [
+                {
+                    "id": f.id,
+                    "content": f.content,
+                    "category": f.category,
+                    "confidence": f.confidence,
+                    "createdAt": f.created_at,
+                    "updatedAt": f.updated_at,
+                }
+                for f in self.facts
+            ],
+            "updated_at": self.updated_at,
+        }
+
+
+def normalise(text: str) -> str:
+    """Case-folded content with runs of white space folded (duplicate key)."""
+    return " ".join(text.casefold().split())
+
+
+def check_category(category: Any) -> str:
+    if category not in policy.FACT_CATEGORIES:
+        raise InvalidValueError(
+            f"unknown fact category {category!r}; use one of {', '.join(policy.FACT_CATEGORIES)}",
+            category=category,
+        )
+    return str(category)
+
+
+def _check_candidate(env: Env, c: FactCandidate | Mapping[str, Any]) -> FactCandidate:
+    if isinstance(c, Mapping):
+        unknown = set(c) - set(FactCandidate.__dataclass_fields__)
+        if unknown:
+            raise InvalidValueError(f"unknown fact fields {sorted(unknown)}")
+        try:
+            c = FactCandidate(**c)
+        except TypeError as e:
+            raise InvalidValueError(f"a fact needs content, category and confidence: {e}") from e
+    check_content(env, c.content)
+    check_category(c.category)
+    check_range("confidence", c.confidence, policy.CONFIDENCE_RANGE)
+    for name in ("subject", "predicate", "replaces"):
+        v = getattr(c, name)
+        if v is not None and (not isinstance(v, str) or not v.strip()):
+            raise InvalidValueError(f"{name} must be a non-empty string or None, got {v!r}")
+    return c
+
+
+def _ordered(facts: list[Fact]) -> list[Fact]:
+    facts = sorted(facts, key=lambda f: f.id)
+    facts.sort(key=lambda f: f.created_at, reverse=True)
+    facts.sort(key=lambda f: -f.confidence)
+    return facts
+
+
+def _ref(env: Env) -> str:
+    """The profile's layer ref (``user:<user_id>``); MISSING_IDENTIFIER without a user."""
+    return f"{PROFILE_LAYER}:{layer_id(PROFILE_LAYER, env.ctx)}"
+
+
+def active_facts(env: Env) -> Step[list[Fact]]:
+    """The caller's active profile facts, in profile order."""
+    flt = {"layer_ref": _ref(env), "validity": "active"}
+    items = yield from paged(env.caps, env.ns("fact"), flt)
+    return _ordered([Fact.from_value(i.value) for i in items])
+
+
+def get_profile(env: Env) -> Step[Profile]:
+    [item] = yield Batch([GetOp(env.ns("profile"), _ref(env))])
+    facts = yield from active_facts(env)
+    value = item.value if item is not None else {}
+    return Profile(
+        user_id=layer_id(PROFILE_LAYER, env.ctx),
+        user_context=dict(value.get("user_context") or {}),
+        history=dict(value.get("history") or {}),
+        facts=facts,
+        updated_at=value.get("updated_at"),
+    )
+
+
+def _check_section(name: str, keys: tuple[str, ...], given: Any) -> dict[str, str]:
+    if given is None:
+        return {}
+    if not isinstance(given, Mapping):
+        raise InvalidValueError(f"{name} must be a dict with keys {', '.join(keys)}")
+    bad = [k for k in given if k not in keys]
+    if bad:
+        raise InvalidValueError(f"unknown {name} keys {bad}; use {', '.join(keys)}")
+    for k, v in given.items():
+        if not isinstance(v, str):
+            raise InvalidValueError(f"{name}[{k!r}] must be a string, got {type(v).__name__}")
+    return dict(given)
+
+
+def update_profile(env: Env, user_context: Any, history: Any) -> Step[Profile]:
+    """Merge the given summary entries (an empty string clears one)."""
+    ctx_part = _check_section("user_context", CONTEXT_KEYS, user_context)
+    hist_part = _check_section("history", HISTORY_KEYS, history)
+    key = _ref(env)
+    [item] = yield Batch([GetOp(env.ns("profile"), key)])
+    value = dict(item.value) if item is not None else {}
+    merged = {
+        "user_context": {**(value.get("user_context") or {}), **ctx_part},
+        "history": {**(value.get("history") or {}), **hist_part},
+    }
+    for section in merged.values():
+        for k in [k for k, v in section.items() if not v]:
+            del section[k]
+    merged["updated_at"] = env.stamp
+    yield Batch([PutOp(env.ns("profile"), key, merged, False)])
+    return (yield from get_profile(env))
+
+
+def _near_duplicates(
+    env: Env, candidates: list[FactCandidate], existing: list[Fact]
+) -> Step[list[Fact | None]]:
+    """For each candidate, the active fact it nearly duplicates, if any."""
+    if not existing or not candidates:
+        return [None] * len(candidates)
+    if env.caps.embeds:
+        # One vector search per candidate, in one batch: the store compares
+        # against its stored vectors, nothing already stored is embedded again.
+        flt = {"layer_ref": _ref(env), "validity": "active"}
+        ops: list[Any] = [
+            HybridSearchOp(env.ns("fact"), flt, 1, 0, c.content, False, "vector")
+            if env.caps.modes
+            else SearchOp(env.ns("fact"), flt, 1, 0, c.content, False)
+            for c in candidates
+        ]
+        results = yield Batch(ops)
+        by_id = {f.id: f for f in existing}
+        out: list[Fact | None] = []
+        for hits in results:
+            top = hits[0] if hits else None
+            ok = top is not None and top.score is not None
+            near = ok and top.score >= policy.MERGE_SIMILARITY and top.key in by_id
+            out.append(by_id[top.key] if near else None)
+        return out
+    best: list[Fact | None] = []
+    for c in candidates:
+        scored = [(text_similarity(c.content, f.content), f) for f in existing]
+        sim, f = max(scored, key=lambda x: x[0])
+        best.append(f if sim >= policy.MERGE_SIMILARITY else None)
+    return best
+
+
+def add_facts(
+    env: Env,
+    candidates: Sequence[FactCandidate | Mapping[str, Any]],
+    *,
+    threshold: float,
+    max_facts: int,
+    provenance: Mapping[str, Any] | None,
+) -> Step[ProfileUpdate]:
+    """Add facts under the collection rules of the module docstring. Every
+    candidate is validated before anything is written."""
+    checked = [_check_candidate(env, c) for c in candidates]
+    check_range("threshold", threshold, policy.CONFIDENCE_RANGE)
+    if isinstance(max_facts, bool) or not isinstance(max_facts, int) or max_facts < 1:
+        raise InvalidValueError(f"max_facts must be a positive integer, got {max_facts!r}")
+    prov = dict(provenance or {})
+    out = ProfileUpdate()
+    existing = yield from active_facts(env)
+    seen = {normalise(f.content) for f in existing}
+    by_id = {f.id: f for f in existing}
+    fresh: list[FactCandidate] = []
+    for c in checked:
+        if c.confidence < threshold:
+            logger.info(
+                "skipped low-confidence fact (%.2f < %.2f): %r", c.confidence, threshold, c.content
+            )
+            out.skipped.append(SkippedFact(c.content, "low_confidence", c.confidence))
+        elif normalise(c.content) in seen:
+            logger.info("skipped duplicate fact: %r", c.content)
+            out.skipped.append(SkippedFact(c.content, "duplicate", c.confidence))
+        else:
+            seen.add(normalise(c.content))
+            fresh.append(c)
+    plain = [c for c in fresh if not (c.replaces and c.replaces in by_id)]
+    nears = yield from _near_duplicates(env, plain, existing)
+    near_of = {id(c): n for c, n in zip(plain, nears)}
+    puts: list[PutOp] = []
+    merged: dict[str, Fact] = {}
+    slots: list[str] = []
+    for c in fresh:
+        near = near_of.get(id(c))
+        if near is not None:
+            base = merged.get(near.id, near)
+            # The last few sources only: a fact restated every day must not grow forever.
+            sources = [*base.provenance.get("merged", []), prov][-MERGED_SOURCES:]
+            merged[near.id] = replace(
+                base,
+                confidence=max(base.confidence, c.confidence),
+                last_confirmed_at=env.stamp,
+                provenance={**base.provenance, "merged": sources},
+            )
+            logger.info("merged near-duplicate fact into %s: %r", near.id, c.content)
+            continue
+        fact = _new_fact(env, c, by_id.get(c.replaces or ""), prov)
+        out.added.append(fact)
+        puts += [env.put(fact), env.event(fact, "created")]
+        if c.subject or c.predicate or (c.replaces and c.replaces in by_id):
+            slots.append(fact.slot)
+    for fid, new in merged.items():
+        done, ops = change(env, by_id[fid], new, "merged")
+        out.merged.append(done)
+        puts += ops
+    if puts:
+        yield Batch(puts)
+        env.sized(out.added, +1)
+    for slot in dict.fromkeys(slots):
+        out.superseded += yield from resolve_slot(env, slot)
+    out.removed = yield from _evict(env, existing, out, max_facts)
+    return out
+
+
+def _new_fact(env: Env, c: FactCandidate, replaced: Fact | None, prov: dict[str, Any]) -> Fact:
+    fields = add_fields(env, c.content, PROFILE_LAYER, "global", None)
+    fields["id"] = profile_fact_id()
+    if replaced is not None:
+        subject, predicate = replaced.subject, replaced.predicate
+    else:
+        # Without a named slot a fact is its own slot: nothing supersedes it by accident.
+        subject, predicate = c.subject or "user", c.predicate or fields["id"]
+    return Fact(
+        **fields,
+        subject=subject,
+        predicate=predicate,
+        slot=slot_of(f"{fields['layer']}:{fields['layer_id']}", subject, predicate),
+        category=c.category,
+        confidence=float(c.confidence),
+        last_confirmed_at=env.stamp,
+        provenance={**prov, **({"replaces": replaced.id} if replaced is not None else {})},
+    )
+
+
+def _evict(env: Env, existing: list[Fact], out: ProfileUpdate, max_facts: int) -> Step[list[str]]:
+    """Remove the lowest-confidence existing facts over ``max_facts`` (seed
+    004: the new facts are always kept)."""
+    gone = set(out.superseded)
+    survivors = [f for f in existing if f.id not in gone]
+    excess = len(survivors) + len(out.added) - max_facts
+    if excess <= 0:
+        return []
+    # Lowest confidence first; among equals the oldest goes first.
+    victims = sorted(survivors, key=lambda f: (f.confidence, f.created_at, f.id))[:excess]
+    puts: list[PutOp] = []
+    for f in victims:
+        logger.info(
+            "removed fact %s (confidence %.2f) over max_facts=%d", f.id, f.confidence, max_facts
+        )
+        puts += [PutOp(env.ns("fact"), f.id, None), env.event(f, "deleted", reason="max_facts")]
+    yield Batch(puts)
+    env.sized(victims, -1)
+    return [f.id for f in victims]
+
+
+def _require_fact(env: Env, id: str) -> Step[Fact]:
+    record = yield from load(env, ["fact"], id)
+    if not isinstance(record, Fact):
+        raise FactNotFoundError(f"no fact with id {id!r} in this profile", id=id)
+    return record
+
+
+def update_fact(
+    env: Env, id: str, content: str | None, category: str | None, confidence: float | None
+) -> Step[Fact]:
+    """Change only the given fields; ``created_at`` stays."""
+    if content is not None:
+        check_content(env, content)
+    if category is not None:
+        check_category(category)
+    if confidence is not None:
+        check_range("confidence", confidence, policy.CONFIDENCE_RANGE)
+    old = yield from _require_fact(env, id)
+    new = replace(
+        old,
+        content=old.content if content is None else content,
+        category=old.category if category is None else category,
+        confidence=old.confidence if confidence is None else float(confidence),
+    )
+    new, puts = change(env, old, new, "updated")
+    yield Batch(puts)
+    return new
+
+
+def delete_fact(env: Env, id: str) -> Step[None]:
+    """Remove a fact (its audit events stay); ``KeyError`` when unknown."""
+    old = yield from _require_fact(env, id)
+    yield Batch([PutOp(env.ns("fact"), old.id, None), env.event(old, "deleted")])
+    env.sized([old] if old.live else [], -1)
+    return None

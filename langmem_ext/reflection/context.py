@@ -1,0 +1,384 @@
+"""Memory blocks for the system prompt, within a token budget.
+
+:func:`format_profile` (seed 004) renders a :class:`~langmem_ext.engine.Profile`::
+
+    User Context:
+    - Work: ...
+    - Personal: ...
+    - Top of mind: ...
+    History:
+    - Recent: ...
+    - Earlier: ...
+    - Background: ...
+    Facts:
+    - [preference | 0.90] Prefers dark mode
+
+Facts are sorted by confidence (desc; then newest first, then id). Over
+``max_tokens`` (default 2000), facts are dropped from the lowest confidence up;
+if the text is still too long it is cut at a character; either way it ends with
+``"\\n..."`` and stays within the budget.
+
+:func:`memory_context` (seed 003) builds the block for a trigger prompt: facts
+and rules by the recall composite score, recent episodes by the same score
+(confidence 1), each section in score order with the tie-breakers score desc,
+``created_at`` desc, id asc; sections always present (``- (none)`` when empty).
+Each section first gets its quota of the budget (default facts 0.5, rules 0.25,
+episodes 0.25); the budget a section leaves unused then goes to the remaining
+memories of all sections by score. Within each pass the lowest-scored memories
+are left out first. Tokens are counted by a real tokenizer
+(:mod:`.tokens`); only the memories shown have their reference counts bumped.
+
+Example:
+    >>> from langmem_ext.engine import Profile
+    >>> from langmem_ext.engine.models import Fact
+    >>> fact = Fact(id="fact_1", tenant_id="t", layer="user", layer_id="ada",
+    ...             content="Prefers dark mode", category="preference", confidence=0.9)
+    >>> print(format_profile(Profile("ada", {"work": "Engineer at Acme"}, {}, [fact])))
+    User Context:
+    - Work: Engineer at Acme
+    Facts:
+    - [preference | 0.90] Prefers dark mode
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ..engine import MemoryContext, MemoryEngine
+from ..engine import recall as rc
+from ..engine._core import Step, run_async, run_sync
+from ..engine.lifecycle import Env
+from ..engine.models import Fact, Rule
+from ..engine.profile import CONTEXT_KEYS, HISTORY_KEYS, Profile
+from ..engine.scoring import composite, recency_factor, relevance
+from ..errors import InvalidValueError
+from .tokens import TokenCounter, token_counter
+
+__all__ = [
+    "DEFAULT_CONTEXT_BUDGET",
+    "DEFAULT_PROFILE_TOKENS",
+    "DEFAULT_QUOTAS",
+    "amemory_context",
+    "context_steps",
+    "format_profile",
+    "memory_context",
+]
+
+DEFAULT_PROFILE_TOKENS = 2000
+DEFAULT_CONTEXT_BUDGET = 3000
+DEFAULT_QUOTAS: Mapping[str, float] = {"facts": 0.5, "rules": 0.25, "episodes": 0.25}
+TRUNCATED = "\n..."
+
+_LABELS = {
+    "work": "Work",
+    "personal": "Personal",
+    "top_of_mind": "Top of mind",
+    "recent": "Recent",
+    "earlier": "Earlier",
+    "background": "Background",
+}
+
+
+# -- seed 004: the profile block -------------------------------------------------
+
+
+def _fact_rows(facts: Sequence[Any]) -> list[tuple[float, str, str, str]]:
+    rows = []
+    for f in facts:
+        get = f.get if isinstance(f, Mapping) else lambda k, f=f: getattr(f, k, None)
+        conf = float(get("confidence") or 0.0)
+        created = str(get("created_at") or get("createdAt") or "")
+        text = f"- [{get('category') or 'fact'} | {conf:.2f}] {get('content')}"
+        rows.append((conf, created, str(get("id") or ""), text))
+    rows.sort(key=lambda r: r[2])
+    rows.sort(key=lambda r: r[1], reverse=True)
+    rows.sort(key=lambda r: -r[0])
+    return rows
+
+
+def _summary_lines(title: str, keys: tuple[str, ...], values: Mapping[str, Any]) -> list[str]:
+    lines = [f"- {_LABELS[k]}: {str(values[k]).strip()}" for k in keys if values.get(k)]
+    return [f"{title}:", *lines] if lines else []
+
+
+def format_profile(
+    profile: Profile | Mapping[str, Any],
+    max_tokens: int = DEFAULT_PROFILE_TOKENS,
+    tokenizer: str | TokenCounter | None = None,
+) -> str:
+    """Seed 004's memory block for the system prompt.
+
+    Args:
+        profile: a :class:`Profile`, or a dict with ``user_context``,
+            ``history`` and ``facts`` (dicts with ``content``, ``category``,
+            ``confidence``).
+        max_tokens: the budget (default 2000 tokens).
+        tokenizer: encoding name or ``str -> int`` (default cl100k_base).
+    """
+    count = token_counter(tokenizer)
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        raise InvalidValueError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+    if isinstance(profile, Profile):
+        ctx, hist, facts = profile.user_context, profile.history, profile.facts
+    else:
+        ctx = profile.get("user_context") or {}
+        hist = profile.get("history") or {}
+        facts = profile.get("facts") or []
+    head = _summary_lines("User Context", CONTEXT_KEYS, ctx) + _summary_lines(
+        "History", HISTORY_KEYS, hist
+    )
+    rows = [r[3] for r in _fact_rows(facts)]
+
+    def render(k: int) -> str:
+        return "\n".join(head + (["Facts:", *rows[:k]] if k else []))
+
+    full = render(len(rows))
+    if count(full) <= max_tokens:
+        return full
+    # The longest prefix of facts (highest confidence first) that fits with the
+    # marker; token counts grow with k, so a binary search needs O(log n) counts.
+    lo, hi = 0, len(rows)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(render(mid) + TRUNCATED) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    text = render(lo)
+    if count(text + TRUNCATED) <= max_tokens:
+        return text + TRUNCATED
+    return _cut(text, max_tokens, count)
+
+
+def _cut(text: str, budget: int, count: TokenCounter) -> str:
+    """The longest character prefix of ``text`` that fits with the marker."""
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(text[:mid] + TRUNCATED) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo] + TRUNCATED if count(text[:lo] + TRUNCATED) <= budget else ""
+
+
+# -- seed 003: memory_context ------------------------------------------------------
+
+
+@dataclass
+class _Entry:
+    section: str
+    score: float
+    created_at: str
+    id: str
+    line: str
+    record: Any
+
+
+def _order(entries: list[_Entry]) -> list[_Entry]:
+    """score desc, created_at desc, id asc (deterministic under ties)."""
+    entries = sorted(entries, key=lambda e: e.id)
+    entries.sort(key=lambda e: e.created_at, reverse=True)
+    entries.sort(key=lambda e: -e.score)
+    return entries
+
+
+_TITLES = {"facts": "## Facts", "rules": "## Rules", "episodes": "## Recent episodes"}
+
+
+def _render(chosen: dict[str, list[_Entry]]) -> str:
+    parts = ["# Memory"]
+    for section, title in _TITLES.items():
+        rows = [e.line for e in _order(chosen.get(section, []))] or ["- (none)"]
+        parts += [title, *rows]
+    return "\n".join(parts)
+
+
+def check_quotas(quotas: Mapping[str, float] | None) -> dict[str, float]:
+    q = dict(DEFAULT_QUOTAS if quotas is None else quotas)
+    bad = set(q) - set(_TITLES)
+    if bad or any(
+        isinstance(v, bool) or not isinstance(v, int | float) or v < 0 for v in q.values()
+    ):
+        raise InvalidValueError(
+            f"quotas maps sections ({', '.join(_TITLES)}) to non-negative shares, got {quotas!r}"
+        )
+    total = sum(q.values())
+    if total > 1.0 + 1e-9:
+        raise InvalidValueError(f"quotas add up to {total}; they must add up to at most 1")
+    return {s: float(q.get(s, 0.0)) for s in _TITLES}
+
+
+def _fit(entries: list[_Entry], budget: int, quotas: dict[str, float], count: TokenCounter):
+    skeleton = count(_render({}))
+    if budget < skeleton:
+        raise InvalidValueError(
+            f"token_budget {budget} is too small: the empty block alone takes {skeleton} tokens"
+        )
+    free = budget - skeleton
+    cost = {id(e): count(e.line + "\n") for e in entries}
+    chosen: dict[str, list[_Entry]] = {s: [] for s in _TITLES}
+    used = 0
+    left: list[_Entry] = []
+    for section in _TITLES:
+        mine = _order([e for e in entries if e.section == section])
+        cap, spent = int(free * quotas[section]), 0
+        for i, e in enumerate(mine):
+            if spent + cost[id(e)] > cap:
+                left += mine[i:]
+                break
+            chosen[section].append(e)
+            spent += cost[id(e)]
+        used += spent
+    # Unused quota goes to the best remaining memories of any section.
+    for e in _order(left):
+        if used + cost[id(e)] > free:
+            break
+        chosen[e.section].append(e)
+        used += cost[id(e)]
+    # Token counts of lines do not add up exactly when joined; recheck the text.
+    while count(_render(chosen)) > budget:
+        worst = min(
+            (e for es in chosen.values() for e in es),
+            key=lambda e: (e.score, e.created_at, [-ord(c) for c in e.id]),
+        )
+        chosen[worst.section].remove(worst)
+    return chosen
+
+
+def _line(section: str, record: Any, score: float) -> str:
+    if section == "rules" and isinstance(record, Rule):
+        tag = "avoid" if record.maturity == "anti_pattern" else record.maturity
+        return f"- [{tag} | {score:.2f}] {record.content}"
+    if section == "episodes":
+        return f"- [{record.created_at[:10]} | {score:.2f}] {record.content}"
+    conf = getattr(record, "confidence", None)
+    label = getattr(record, "category", None) or "fact"
+    return f"- [{label} | {score:.2f}] {record.content}" + (
+        "" if conf is None else f" (confidence {conf:.2f})"
+    )
+
+
+def _episode_score(env: Env, hit: rc.Hit) -> float:
+    age = (env.now - datetime.fromisoformat(hit.record.created_at)).total_seconds() / 86400
+    w = env.config.weights
+    return composite(
+        relevance=relevance(hit.score),
+        importance=hit.record.importance,
+        recency=recency_factor(age, w.half_life_days),
+        confidence=1.0,
+        weights=w,
+    )
+
+
+def context_steps(
+    env: Env,
+    trigger_prompt: str,
+    butler: str,
+    token_budget: int,
+    quotas: Mapping[str, float] | None,
+    tokenizer: str | TokenCounter | None,
+    limit: int = 50,
+) -> Step[str]:
+    """The ``memory_context`` block (see the module docstring)."""
+    count = token_counter(tokenizer)
+    if not isinstance(trigger_prompt, str) or not trigger_prompt.strip():
+        raise InvalidValueError(
+            f"trigger_prompt must be a non-empty string, got {trigger_prompt!r}"
+        )
+    if not isinstance(butler, str) or not butler.strip():
+        raise InvalidValueError(f"butler must be a non-empty string, got {butler!r}")
+    if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1:
+        raise InvalidValueError(f"token_budget must be a positive integer, got {token_budget!r}")
+    q = check_quotas(quotas)
+    recalled = yield from rc.recall(
+        env, trigger_prompt, scope=butler, limit=limit, layers=None, bump=False
+    )
+    episodes = yield from rc.search(
+        env,
+        trigger_prompt,
+        types=["episode"],
+        scope=None,
+        mode=None,
+        limit=limit,
+        min_confidence=None,
+        layers=None,
+        tags=None,
+        filter={"butler": butler},
+    )
+    entries = [
+        _Entry(
+            "rules" if isinstance(h.record, Rule) else "facts",
+            h.score,
+            h.record.created_at,
+            h.id,
+            _line("rules" if isinstance(h.record, Rule) else "facts", h.record, h.score),
+            h.record,
+        )
+        for h in recalled
+        if isinstance(h.record, Fact | Rule)
+    ]
+    for h in episodes:
+        s = _episode_score(env, h)
+        entries.append(
+            _Entry(
+                "episodes", s, h.record.created_at, h.id, _line("episodes", h.record, s), h.record
+            )
+        )
+    chosen = _fit(entries, token_budget, q, count)
+    shown = [e.record for es in chosen.values() for e in es if e.section != "episodes"]
+    yield from rc.bump(env, shown, counted=True)
+    return _render(chosen)
+
+
+# -- runners ---------------------------------------------------------------------------
+
+
+def memory_context(
+    engine: MemoryEngine,
+    ctx: MemoryContext | Mapping[str, Any],
+    trigger_prompt: str,
+    butler: str,
+    token_budget: int = DEFAULT_CONTEXT_BUDGET,
+    *,
+    quotas: Mapping[str, float] | None = None,
+    tokenizer: str | TokenCounter | None = None,
+    tenant: str | None = None,
+) -> str:
+    """Seed 003's ``memory_context``: the memory block for ``trigger_prompt``,
+    scoped to ``butler`` (scopes ``global`` and ``butler``), within
+    ``token_budget`` tokens (see the module docstring).
+
+    Example:
+        >>> from langmem_ext import SQLiteStore
+        >>> from langmem_ext.engine import MemoryContext, MemoryEngine
+        >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext("acme", user_id="ada")
+        >>> _ = engine.store_fact(ctx, "user", "diet", "Is vegetarian", scope="health")
+        >>> "Is vegetarian" in memory_context(engine, ctx, "Help user with diet", "health")
+        True
+    """
+    with engine.metrics.measure("context"):
+        env = engine.env(ctx, tenant)
+        step = context_steps(env, trigger_prompt, butler, token_budget, quotas, tokenizer)
+        return run_sync(step, engine.store, engine.config)
+
+
+async def amemory_context(
+    engine: MemoryEngine,
+    ctx: MemoryContext | Mapping[str, Any],
+    trigger_prompt: str,
+    butler: str,
+    token_budget: int = DEFAULT_CONTEXT_BUDGET,
+    *,
+    quotas: Mapping[str, float] | None = None,
+    tokenizer: str | TokenCounter | None = None,
+    tenant: str | None = None,
+) -> str:
+    """Async :func:`memory_context`."""
+    with engine.metrics.measure("context"):
+        env = engine.env(ctx, tenant)
+        step = context_steps(env, trigger_prompt, butler, token_budget, quotas, tokenizer)
+        return await run_async(step, engine.store, engine.config)

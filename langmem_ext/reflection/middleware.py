@@ -1,0 +1,248 @@
+"""Agent faces of reflection: memory in the system prompt, reflection after a run.
+
+:class:`MemoryPrompt` puts the user's memory into every model call, in one line:
+
+* ``create_react_agent(model, tools, pre_model_hook=MemoryPrompt(engine).pre_model_hook)``
+* ``create_agent(model, tools, middleware=[MemoryPrompt(engine).middleware()])``
+
+``kind="profile"`` (default) renders seed 004's block (user context, history,
+facts within 2000 tokens); ``kind="context"`` renders seed 003's
+``memory_context`` for the last user message (facts, rules, recent episodes
+within 3000 tokens). Without an engine the graph's store is used.
+
+:class:`ReflectionMiddleware` (``executor.middleware()``) schedules a reflection
+when a ``create_agent`` run ends.
+
+Example:
+    >>> from langmem_ext import SQLiteStore
+    >>> from langmem_ext.engine import MemoryContext, MemoryEngine
+    >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext("acme", user_id="ada")
+    >>> _ = engine.add_fact(ctx, "Prefers dark mode", "preference", 0.9)
+    >>> prompt = MemoryPrompt(engine)
+    >>> print(prompt.render({"configurable": {"memory_context": ctx}}))
+    What you remember about the user:
+    Facts:
+    - [preference | 0.90] Prefers dark mode
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain_core import messages as lc
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.store.base import BaseStore
+
+from ..engine import MemoryContext, MemoryEngine
+from ..engine._core import run_async, run_sync
+from ..errors import ConfigurationError
+from . import context as cx
+from .tokens import TokenCounter, token_counter
+
+if TYPE_CHECKING:
+    from .executor import ReflectionExecutor
+
+__all__ = ["MemoryPrompt", "ReflectionMiddleware", "with_system_block"]
+
+
+def with_system_block(request: ModelRequest, block: str | None) -> ModelRequest:
+    """``request`` with ``block`` appended to its system message."""
+    if not block:
+        return request
+    old = request.system_message
+    if old is None:
+        return request.override(system_message=lc.SystemMessage(block))
+    if isinstance(old.content, str):
+        return request.override(system_message=lc.SystemMessage(f"{old.content}\n\n{block}"))
+    content = [*old.content, {"type": "text", "text": block}]
+    return request.override(system_message=lc.SystemMessage(content))
+
+
+def _current_config() -> RunnableConfig:
+    try:
+        from langgraph.config import get_config
+
+        return get_config()
+    except RuntimeError:
+        return {}
+
+
+def _graph_store() -> BaseStore | None:
+    try:
+        from langgraph.config import get_store
+
+        return get_store()
+    except RuntimeError:
+        return None
+
+
+def _last_user_text(messages: list[Any]) -> str | None:
+    for m in reversed(messages):
+        if isinstance(m, lc.HumanMessage) and m.text.strip():
+            return m.text
+    return None
+
+
+class MemoryPrompt:
+    """Renders the caller's memory block for the system prompt.
+
+    Args:
+        engine: the engine to read; None uses the graph's store.
+        kind: ``"profile"`` (seed 004 block) or ``"context"`` (seed 003
+            ``memory_context`` for the last user message).
+        max_tokens: the block's budget (default 2000 for profile, 3000 for context).
+        butler: the scope of ``kind="context"``.
+        quotas: section quotas of ``kind="context"``.
+        tokenizer: encoding name or ``str -> int`` (default cl100k_base).
+        default_tenant: tenant of runs without LangGraph auth.
+        title: a line put above the block (None: none).
+    """
+
+    def __init__(
+        self,
+        engine: MemoryEngine | None = None,
+        *,
+        kind: Literal["profile", "context"] = "profile",
+        max_tokens: int | None = None,
+        butler: str = "general",
+        quotas: Mapping[str, float] | None = None,
+        tokenizer: str | TokenCounter | None = None,
+        default_tenant: str | None = None,
+        title: str | None = "What you remember about the user:",
+    ) -> None:
+        if kind not in ("profile", "context"):
+            raise ValueError(f"kind must be 'profile' or 'context', got {kind!r}")
+        self.engine = engine
+        self.kind = kind
+        default = cx.DEFAULT_PROFILE_TOKENS if kind == "profile" else cx.DEFAULT_CONTEXT_BUDGET
+        self.max_tokens = default if max_tokens is None else max_tokens
+        self.butler = butler
+        self.quotas = cx.check_quotas(quotas)
+        self.tokenizer = tokenizer
+        self.count = token_counter(tokenizer)
+        self.default_tenant = default_tenant
+        self.title = title
+        self._engines: dict[int, MemoryEngine] = {}
+        self.pre_model_hook = RunnableLambda(self._hook, afunc=self._ahook, name="memory_prompt")
+        """``create_react_agent(pre_model_hook=...)``: a system message with the block."""
+
+    def _engine(self, store: BaseStore | None) -> MemoryEngine:
+        if self.engine is not None:
+            return self.engine
+        store = store or _graph_store()
+        if store is None:
+            raise ConfigurationError(
+                "MemoryPrompt has no store: pass engine=MemoryEngine(store) or use it in a "
+                "graph compiled with a store"
+            )
+        engine = self._engines.get(id(store))
+        if engine is None or engine.store is not store:
+            engine = self._engines[id(store)] = MemoryEngine(store)
+        return engine
+
+    def _step(self, engine: MemoryEngine, config: RunnableConfig, query: str | None) -> Any:
+        from ..engine import profile as pf
+
+        env = engine.env(MemoryContext.from_config(config, default_tenant=self.default_tenant))
+        if self.kind == "profile":
+            profile = yield from pf.get_profile(env)
+            if not (profile.facts or profile.user_context or profile.history):
+                return None
+            return cx.format_profile(profile, self._budget(), self.count)
+        if not query:
+            return None
+        text = yield from cx.context_steps(
+            env, query, self.butler, self._budget(), self.quotas, self.tokenizer
+        )
+        return text
+
+    def _budget(self) -> int:
+        title = self.count(self.title + "\n") if self.title else 0
+        return max(1, self.max_tokens - title)
+
+    def _titled(self, block: str | None) -> str | None:
+        return f"{self.title}\n{block}" if block and self.title else block
+
+    def render(
+        self,
+        config: RunnableConfig | None = None,
+        *,
+        query: str | None = None,
+        store: BaseStore | None = None,
+    ) -> str | None:
+        """The block for the caller in ``config`` (None when there is nothing).
+        ``query``: the trigger prompt of ``kind="context"``."""
+        engine = self._engine(store)
+        config = config if config is not None else _current_config()
+        block = run_sync(self._step(engine, config, query), engine.store, engine.config)
+        return self._titled(block)
+
+    async def arender(
+        self,
+        config: RunnableConfig | None = None,
+        *,
+        query: str | None = None,
+        store: BaseStore | None = None,
+    ) -> str | None:
+        """Async :meth:`render`."""
+        engine = self._engine(store)
+        config = config if config is not None else _current_config()
+        block = await run_async(self._step(engine, config, query), engine.store, engine.config)
+        return self._titled(block)
+
+    def _hook(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        messages = list(state["messages"])
+        block = self.render(config, query=_last_user_text(messages))
+        return {"llm_input_messages": ([lc.SystemMessage(block)] if block else []) + messages}
+
+    async def _ahook(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        messages = list(state["messages"])
+        block = await self.arender(config, query=_last_user_text(messages))
+        return {"llm_input_messages": ([lc.SystemMessage(block)] if block else []) + messages}
+
+    def middleware(self) -> MemoryPromptMiddleware:
+        """Middleware for LangChain's ``create_agent``: the block in every model call."""
+        return MemoryPromptMiddleware(self)
+
+
+class MemoryPromptMiddleware(AgentMiddleware):
+    """The ``create_agent`` face of :class:`MemoryPrompt`."""
+
+    def __init__(self, prompt: MemoryPrompt) -> None:
+        super().__init__()
+        self.prompt = prompt
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        store = getattr(request.runtime, "store", None)
+        block = self.prompt.render(query=_last_user_text(request.messages), store=store)
+        return handler(with_system_block(request, block))
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+    ) -> ModelResponse:
+        store = getattr(request.runtime, "store", None)
+        block = await self.prompt.arender(query=_last_user_text(request.messages), store=store)
+        return await handler(with_system_block(request, block))
+
+
+class ReflectionMiddleware(AgentMiddleware):
+    """Schedules a reflection of the conversation when a ``create_agent`` run
+    ends (``after_agent``); the reply is not delayed."""
+
+    def __init__(self, executor: ReflectionExecutor) -> None:
+        super().__init__()
+        self.executor = executor
+
+    def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        store = getattr(runtime, "store", None)
+        self.executor.submit(state["messages"], _current_config(), store=store)
+        return None
+
+    async def aafter_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        store = getattr(runtime, "store", None)
+        await self.executor.asubmit(state["messages"], _current_config(), store=store)
+        return None
