@@ -34,6 +34,7 @@ OURS = frozenset(
         "operator_list_in_errors",  # unknown operator errors list supported ones
         "typed_equality",  # "1" != 1 in filters
         "validates_input",  # non-dict / non-JSON values and ops passed to batch are checked
+        "context_fields",  # index["context_fields"]: keyword-only text, weighted lower
     }
 )
 

@@ -158,3 +158,20 @@ async def test_namespace_scoped_vector_search(make_api):
     got = await api.search(("user", "a"), query="tea", limit=100, mode="vector")
     assert len(got) == len(TEXTS)
     assert {tuple(r.namespace) for r in got} == {("user", "a")}
+
+
+async def test_context_fields_are_keyword_only_and_weighted_lower(make_api):
+    index = {**_index(WordEmbeddings(16)), "dims": 16, "context_fields": ["context"]}
+    api = make_api(index=index)
+    api.need("context_fields")
+    await api.put(("c",), "own", {"text": "we adopted a kitten", "context": "nice weather"})
+    await api.put(("c",), "near", {"text": "so cute", "context": "we adopted a kitten"})
+    await api.put(("c",), "none", {"text": "pottery class", "context": "clay"})
+    got = await api.search(("c",), query="kitten", mode="keyword")
+    assert [r.key for r in got[:2]] == ["own", "near"]
+    assert 0 < got[1].score < got[0].score == 1.0
+    assert got[2].score is None
+    # a re-put without context drops the old context from the keyword index
+    await api.put(("c",), "near", {"text": "so cute"})
+    got = await api.search(("c",), query="kitten", mode="keyword")
+    assert [r.key for r in got if r.score is not None] == ["own"]

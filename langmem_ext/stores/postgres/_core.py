@@ -214,7 +214,8 @@ class PostgresCore:
         all_ops, reads, puts = prepare_ops(ops)
         embeds = self.embeddings is not None
         fields = self._index.fields if self._index else None
-        prepared = [prepare_put(op, fields, embeds) for op in puts.values()]
+        context = self._index.context_fields if self._index else None
+        prepared = [prepare_put(op, fields, embeds, context) for op in puts.values()]
         for p in prepared:
             if p.value_json is not None and "\\u0000" in p.value_json:
                 raise InvalidValueError(
@@ -317,6 +318,7 @@ class PostgresCore:
             tsq=tsq,
             ts_config=self.text_search_config,
             vector_weight=weight,
+            context_weight=self._index.context_weight if self._index else 0.5,
             limit=op.limit,
             offset=op.offset,
             dims=self._dims,
@@ -342,21 +344,26 @@ class PostgresCore:
         rows = yield Exec(
             "INSERT INTO lmx_items (prefix, key, value, expires_at, ttl_minutes, tsv) "
             "SELECT d.prefix, d.key, d.value::jsonb, "
-            "now() + d.ttl * interval '1 minute', d.ttl, to_tsvector(%s::regconfig, d.txt) "
-            "FROM unnest(%s::text[], %s::text[], %s::text[], %s::float8[], %s::text[]) "
-            "AS d(prefix, key, value, ttl, txt) "
+            "now() + d.ttl * interval '1 minute', d.ttl, "
+            "CASE WHEN d.txt IS NULL AND d.ctx IS NULL THEN NULL ELSE "
+            "setweight(to_tsvector(c.cfg, coalesce(d.txt, '')), 'A') || "
+            "setweight(to_tsvector(c.cfg, coalesce(d.ctx, '')), 'D') END "
+            "FROM unnest(%s::text[], %s::text[], %s::text[], %s::float8[], %s::text[], "
+            "%s::text[]) AS d(prefix, key, value, ttl, txt, ctx), "
+            "(SELECT %s::regconfig AS cfg) AS c "
             # created_at is deliberately not updated: it survives re-puts.
             "ON CONFLICT (prefix, key) DO UPDATE SET value = excluded.value, "
             "updated_at = now(), expires_at = excluded.expires_at, "
             "ttl_minutes = excluded.ttl_minutes, tsv = excluded.tsv "
             "RETURNING id, prefix, key, (xmax = 0) AS inserted",
             [
-                self.text_search_config,
                 [k[0] for k, _, _ in ups],
                 [k[1] for k, _, _ in ups],
                 [p.value_json for _, _, p in ups],
                 [p.ttl for _, _, p in ups],
                 [p.keyword_text for _, _, p in ups],
+                [p.context_text for _, _, p in ups],
+                self.text_search_config,
             ],
             fetch=True,
         )

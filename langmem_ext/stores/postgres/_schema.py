@@ -66,6 +66,12 @@ MIGRATIONS: list[list[str]] = [
         "ALTER TABLE lmx_vectors ADD COLUMN IF NOT EXISTS embedding_half halfvec "
         "GENERATED ALWAYS AS (embedding::halfvec) STORED",
     ],
+    [
+        # The indexed text is weight A, keyword-only context (index
+        # "context_fields") weight D, ranked lower; rows written before
+        # context existed hold only indexed text, stored unweighted (D).
+        "UPDATE lmx_items SET tsv = setweight(tsv, 'A') WHERE tsv IS NOT NULL",
+    ],
 ]
 
 BOOTSTRAP = [
