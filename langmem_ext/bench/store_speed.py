@@ -9,6 +9,7 @@ recall@10 against exact search.
 
 from __future__ import annotations
 
+import os
 import statistics
 import tempfile
 import time
@@ -181,6 +182,9 @@ def bench_one(
                     progress()
         finally:
             cm.__exit__(None, None, None)
+    # 1-minute load average after this contender: on a small shared machine, other
+    # work beside the run (and BLAS threads competing with it) moves latencies.
+    row["loadavg_1m"] = os.getloadavg()[0]
     return row
 
 

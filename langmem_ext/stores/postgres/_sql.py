@@ -181,61 +181,71 @@ def search_query(
     deep offsets and filtered pages are exact.
     """
     (ssql, sp), (vsql, vp), (fsql, fp) = scope, vscope, flt
-    ctes: list[str] = []
-    params: list[Any] = []
     has_vec = qvec is not None and mode in ("vector", "hybrid")
     has_kw = tsq is not None and mode in ("keyword", "hybrid")
+    params: list[Any] = []
+    sims = ""
     if has_vec:
         cast = f"::vector({dims})" if dims else "::vector"
         # Best vector per item: items with several embedded fields score as their best.
-        ctes.append(
+        sims = (
             f"sims AS (SELECT v.item_id, max(1 - (v.embedding <=> %s{cast})) AS cos "
-            f"FROM lmx_vectors v WHERE {vsql} GROUP BY v.item_id)"
+            f"FROM lmx_vectors v WHERE {vsql} GROUP BY v.item_id), "
         )
         params += [qvec, *vp]
+    # One pass over the scope computes each item's raw relevance, and whether
+    # it passes the filter, so normalisation sees the whole scope (before
+    # filters) with no self-join: a join of the keyword matches back to the
+    # items turned into a nested loop, quadratic in the scope, whenever the
+    # planner underestimated the matches (fresh tables, OR-ed words).
+    rel = "NULL::float8"
+    join = ""
     if has_kw:
         # Weights {D, C, B, A}: the indexed text is A (1.0), context D.
         # ts_rank, not ts_rank_cd: cover density rewards query words that sit
         # close together, which an OR query of loose words rarely has; with
         # normalisation 1 (÷ 1 + log length) ts_rank matches FTS5 BM25 on LoCoMo
         # (R@10 0.739 vs ts_rank_cd 0.631) at half the cost (docs/benchmarks.md).
-        ctes.append(
-            "kw AS (SELECT i.id AS item_id, ts_rank(%s::float4[], i.tsv, q.q, 1) AS rel "
-            f"FROM lmx_items i, to_tsquery(%s::regconfig, %s) AS q(q) "
-            f"WHERE i.tsv @@ q.q AND {ssql})"
-        )
-        params += [[float(context_weight), 0.2, 0.4, 1.0], ts_config, tsq, *sp]
-        # keyword = relevance / best relevance, in (0, 1]; all 1 when best <= 0
-        ctes.append(
-            "kwn AS (SELECT item_id, CASE WHEN max(rel) OVER () > 0 "
-            "THEN least(rel / max(rel) OVER (), 1.0) ELSE 1.0 END AS k FROM kw)"
-        )
+        rel = "CASE WHEN i.tsv @@ q.q THEN ts_rank(%s::float4[], i.tsv, q.q, 1) END"
+        join += " CROSS JOIN to_tsquery(%s::regconfig, %s) AS q(q)"
+    if has_vec:
+        join += " LEFT JOIN sims s ON s.item_id = i.id"
+    cos = "s.cos" if has_vec else "NULL::float8"
+    base = (
+        f"base AS (SELECT i.id, i.updated_at, ({live} AND {fsql}) AS keep, "
+        f"{rel} AS rel, {cos} AS cos FROM lmx_items i{join} WHERE {ssql})"
+    )
+    # in the order of the placeholders: filter, rank weights, query, scope
+    params += fp
+    if has_kw:
+        params += [[float(context_weight), 0.2, 0.4, 1.0], ts_config, tsq]
+    params += sp
+    # keyword = relevance / best relevance, in (0, 1]; all 1 when best <= 0
+    kw = (
+        "CASE WHEN rel IS NULL THEN NULL WHEN max(rel) OVER () > 0 "
+        "THEN least(rel / max(rel) OVER (), 1.0) ELSE 1.0 END"
+    )
+    # cosine min-max normalised over the scope (before filters)
+    vn = (
+        "CASE WHEN cos IS NULL THEN NULL WHEN max(cos) OVER () > min(cos) OVER () "
+        "THEN (cos - min(cos) OVER ()) / (max(cos) OVER () - min(cos) OVER ()) "
+        "ELSE 1.0 END"
+    )
     if has_vec and mode == "vector":
-        ctes.append("scored AS (SELECT item_id, cos AS score FROM sims)")
+        score = "cos"
     elif has_vec and has_kw:
-        # cosine min-max normalised over the scope (before filters), then fused
-        ctes.append(
-            "vn AS (SELECT item_id, CASE WHEN max(cos) OVER () > min(cos) OVER () "
-            "THEN (cos - min(cos) OVER ()) / (max(cos) OVER () - min(cos) OVER ()) "
-            "ELSE 1.0 END AS v FROM sims)"
-        )
-        ctes.append(
-            "scored AS (SELECT COALESCE(vn.item_id, kwn.item_id) AS item_id, "
-            "%s * COALESCE(vn.v, 0) + %s * COALESCE(kwn.k, 0) AS score "
-            "FROM vn FULL JOIN kwn ON kwn.item_id = vn.item_id)"
+        score = (
+            "CASE WHEN cos IS NULL AND rel IS NULL THEN NULL "
+            f"ELSE %s * COALESCE({vn}, 0) + %s * COALESCE({kw}, 0) END"
         )
         params += [vector_weight, 1.0 - vector_weight]
     elif has_vec:  # hybrid without a keyword query: vector part only, normalised
-        ctes.append(
-            "scored AS (SELECT item_id, %s * CASE WHEN max(cos) OVER () > min(cos) OVER () "
-            "THEN (cos - min(cos) OVER ()) / (max(cos) OVER () - min(cos) OVER ()) "
-            "ELSE 1.0 END AS score FROM sims)"
-        )
+        score = f"%s * {vn}"
         params += [vector_weight]
     elif has_kw:
-        ctes.append("scored AS (SELECT item_id, k AS score FROM kwn)")
+        score = kw
     else:
-        ctes.append("scored AS (SELECT NULL::bigint AS item_id, NULL::float8 AS score LIMIT 0)")
+        score = "NULL::float8"
     # The page is cut on narrow rows (id, score, updated_at); only its rows are
     # then joined back for their values, so no jsonb is carried through the sort.
     order = (
@@ -243,14 +253,13 @@ def search_query(
         "{u} DESC, {i} DESC"
     )
     sql = (
-        "WITH " + ", ".join(ctes) + ", page AS (SELECT i.id, sc.score, i.updated_at "
-        "FROM lmx_items i LEFT JOIN scored sc ON sc.item_id = i.id "
-        f"WHERE {ssql} AND {live} AND {fsql} "
-        + order.format(s="sc.score", i="i.id", u="i.updated_at")
+        f"WITH {sims}{base}, scored AS (SELECT id, updated_at, keep, {score} AS score "
+        "FROM base), page AS (SELECT id, score, updated_at FROM scored WHERE keep "
+        + order.format(s="score", i="id", u="updated_at")
         + f" LIMIT %s OFFSET %s) SELECT {ITEM_COLS}, p.score FROM page p "
         "JOIN lmx_items i ON i.id = p.id " + order.format(s="p.score", i="p.id", u="p.updated_at")
     )
-    params += [*sp, *fp, limit, offset]
+    params += [limit, offset]
     return sql, params
 
 
