@@ -62,7 +62,7 @@ from .lifecycle import (
     slot_of,
 )
 from .models import Fact
-from .scoring import text_similarity
+from .scoring import best_first, text_similarity
 
 __all__ = [
     "CONTEXT_KEYS",
@@ -194,10 +194,7 @@ def _check_candidate(env: Env, c: FactCandidate | Mapping[str, Any]) -> FactCand
 
 
 def _ordered(facts: list[Fact]) -> list[Fact]:
-    facts = sorted(facts, key=lambda f: f.id)
-    facts.sort(key=lambda f: f.created_at, reverse=True)
-    facts.sort(key=lambda f: -f.confidence)
-    return facts
+    return best_first(facts, lambda f: f.confidence, lambda f: f.created_at, lambda f: f.id)
 
 
 def _ref(env: Env) -> str:

@@ -119,9 +119,6 @@ def bump(env: Env, records: Sequence[MemoryRecord], counted: bool = False) -> St
     return None
 
 
-_bump = bump  # recall's ``bump`` flag shadows the function there
-
-
 def get(env: Env, id: str, kind: str | None) -> Step[MemoryRecord | None]:
     """Seed 001 get: the record, or None (no error) when it does not exist."""
     kinds = [check_type(kind)] if kind else list(RECORD_TYPES)
@@ -240,10 +237,10 @@ def recall(
     scope: str | None,
     limit: int,
     layers: Sequence[str] | None,
-    bump: bool = True,
+    bump_refs: bool = True,
 ) -> Step[list[Hit]]:
     """Seed 003 recall: facts and rules by composite score; bumps references
-    (``bump=False``: the caller bumps the ones it uses, counts already read)."""
+    (``bump_refs=False``: the caller bumps the ones it uses, counts already read)."""
     if not isinstance(topic, str) or not topic.strip():
         raise InvalidValueError(f"topic must be a non-empty string, got {topic!r}")
     _check_limit(limit)
@@ -279,8 +276,8 @@ def recall(
     hits = hits[:limit]
     # The counts were read above: bumping writes without reading them again
     # (one store round trip fewer per recall).
-    if bump:
-        yield from _bump(env, [h.record for h in hits], counted=True)
+    if bump_refs:
+        yield from bump(env, [h.record for h in hits], counted=True)
     env.observe_results("recall", [la for la, _ in pairs], hits)
     return hits
 

@@ -32,13 +32,15 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 __all__ = [
     "DEFAULT_THRESHOLD",
     "DUPLICATE_SIMILARITY",
     "ScoreWeights",
+    "best_first",
     "composite",
     "cosine",
     "recency_factor",
@@ -69,6 +71,30 @@ class ScoreWeights:
 
 
 DEFAULT_WEIGHTS = ScoreWeights()
+
+T = TypeVar("T")
+
+
+def best_first(
+    items: Iterable[T],
+    score: Callable[[T], float],
+    created_at: Callable[[T], str],
+    id: Callable[[T], Any],
+) -> list[T]:
+    """Items by score (desc), ties by ``created_at`` (newest first), then id
+    (asc): the deterministic order of profile facts and of memory blocks.
+
+    Example:
+        >>> rows = [(0.5, "2024", "b"), (0.9, "2023", "c"), (0.5, "2024", "a")]
+        >>> best_first(rows, lambda r: r[0], lambda r: r[1], lambda r: r[2])
+        [(0.9, '2023', 'c'), (0.5, '2024', 'a'), (0.5, '2024', 'b')]
+    """
+    # Stable sorts from the last key to the first: created_at must go
+    # descending while the id goes ascending, and ISO strings cannot be negated.
+    out = sorted(items, key=id)
+    out.sort(key=created_at, reverse=True)
+    out.sort(key=lambda x: -score(x))
+    return out
 
 
 def relevance(score: float | None) -> float:

@@ -53,7 +53,7 @@ from ..engine._core import Step, run_async, run_sync
 from ..engine.lifecycle import Env
 from ..engine.models import Fact, Rule
 from ..engine.profile import CONTEXT_KEYS, HISTORY_KEYS, Profile
-from ..engine.scoring import composite, recency_factor, relevance
+from ..engine.scoring import best_first, composite, recency_factor, relevance
 from ..errors import InvalidValueError
 from .tokens import TokenCounter, token_counter
 
@@ -93,10 +93,7 @@ def _fact_rows(facts: Sequence[Any]) -> list[tuple[float, str, str, str]]:
         created = str(get("created_at") or get("createdAt") or "")
         text = f"- [{get('category') or 'fact'} | {conf:.2f}] {get('content')}"
         rows.append((conf, created, str(get("id") or ""), text))
-    rows.sort(key=lambda r: r[2])
-    rows.sort(key=lambda r: r[1], reverse=True)
-    rows.sort(key=lambda r: -r[0])
-    return rows
+    return best_first(rows, lambda r: r[0], lambda r: r[1], lambda r: r[2])
 
 
 def _summary_lines(title: str, keys: tuple[str, ...], values: Mapping[str, Any]) -> list[str]:
@@ -180,10 +177,7 @@ class _Entry:
 
 def _order(entries: list[_Entry]) -> list[_Entry]:
     """score desc, created_at desc, id asc (deterministic under ties)."""
-    entries = sorted(entries, key=lambda e: e.id)
-    entries.sort(key=lambda e: e.created_at, reverse=True)
-    entries.sort(key=lambda e: -e.score)
-    return entries
+    return best_first(entries, lambda e: e.score, lambda e: e.created_at, lambda e: e.id)
 
 
 _TITLES = {"facts": "## Facts", "rules": "## Rules", "episodes": "## Recent episodes"}
@@ -241,10 +235,7 @@ def _fit(entries: list[_Entry], budget: int, quotas: dict[str, float], count: To
         used += cost[id(e)]
     # Token counts of lines do not add up exactly when joined; recheck the text.
     while count(_render(chosen)) > budget:
-        worst = min(
-            (e for es in chosen.values() for e in es),
-            key=lambda e: (e.score, e.created_at, [-ord(c) for c in e.id]),
-        )
+        worst = _order([e for es in chosen.values() for e in es])[-1]
         chosen[worst.section].remove(worst)
     return chosen
 
@@ -295,7 +286,7 @@ def context_steps(
         raise InvalidValueError(f"token_budget must be a positive integer, got {token_budget!r}")
     q = check_quotas(quotas)
     recalled = yield from rc.recall(
-        env, trigger_prompt, scope=butler, limit=limit, layers=None, bump=False
+        env, trigger_prompt, scope=butler, limit=limit, layers=None, bump_refs=False
     )
     episodes = yield from rc.search(
         env,

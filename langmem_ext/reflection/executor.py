@@ -54,7 +54,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
@@ -66,6 +66,7 @@ from langgraph.store.base import BaseStore
 from ..engine import EngineConfig, MemoryContext, MemoryEngine
 from ..engine._core import run_async, run_sync
 from ..errors import ConfigurationError
+from ._graph import EnginesByStore, graph_store
 from .extract import FactExtractor
 from .reflect import ReflectionResult, ReflectionSettings, reflect_steps
 
@@ -92,8 +93,6 @@ class _Job:
     messages: list[BaseMessage]
     due: float
     mode: Literal["thread", "loop"]
-    generation: int = 0
-    done: asyncio.Event | None = field(default=None, repr=False)
 
 
 def _merge(old: list[BaseMessage], new: list[BaseMessage]) -> list[BaseMessage]:
@@ -158,8 +157,7 @@ class ReflectionExecutor:
         self.on_exit = on_exit
         self.exit_timeout = exit_timeout
         self._engine = engine or (MemoryEngine(store, engine_config) if store else None)
-        self._engine_config = engine_config
-        self._engines: dict[int, MemoryEngine] = {}
+        self._engines = EnginesByStore(engine_config)
         self._cv = threading.Condition()
         self._jobs: dict[tuple[Any, ...], _Job] = {}
         self._failed: dict[tuple[Any, ...], _Job] = {}
@@ -192,11 +190,7 @@ class ReflectionExecutor:
                 "ReflectionExecutor has no store: pass engine= or store= when creating it, "
                 "or use it in a graph compiled with a store"
             )
-        with self._cv:
-            engine = self._engines.get(id(store))
-            if engine is None or engine.store is not store:
-                engine = self._engines[id(store)] = MemoryEngine(store, self._engine_config)
-            return engine
+        return self._engines.get(store)
 
     def _job(
         self,
@@ -211,7 +205,7 @@ class ReflectionExecutor:
         messages = _messages(payload)
         config = config or {}
         if store is None and self._engine is None:
-            store = _graph_store()
+            store = graph_store()
         engine = self.engine_for(store)
         ctx = MemoryContext.from_config(config, default_tenant=self.default_tenant)
         thread_id = str((config.get("configurable") or {}).get("thread_id") or "default")
@@ -224,7 +218,6 @@ class ReflectionExecutor:
             for earlier in (self._failed.pop(job.key, None), self._jobs.get(job.key)):
                 if earlier is not None:
                     job.messages = _merge(earlier.messages, job.messages)
-                    job.generation = earlier.generation + 1
             self._jobs[job.key] = job
             self._cv.notify_all()
         return job
@@ -494,12 +487,3 @@ class ReflectionExecutor:
         from .middleware import ReflectionMiddleware
 
         return ReflectionMiddleware(self)
-
-
-def _graph_store() -> BaseStore | None:
-    try:
-        from langgraph.config import get_store
-
-        return get_store()
-    except RuntimeError:
-        return None

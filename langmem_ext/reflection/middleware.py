@@ -38,7 +38,9 @@ from langgraph.store.base import BaseStore
 from ..engine import MemoryContext, MemoryEngine
 from ..engine._core import run_async, run_sync
 from ..errors import ConfigurationError
+from ..surfaces.namespaces import current_config
 from . import context as cx
+from ._graph import EnginesByStore, graph_store
 from .tokens import TokenCounter, token_counter
 
 if TYPE_CHECKING:
@@ -58,24 +60,6 @@ def with_system_block(request: ModelRequest, block: str | None) -> ModelRequest:
         return request.override(system_message=lc.SystemMessage(f"{old.content}\n\n{block}"))
     content = [*old.content, {"type": "text", "text": block}]
     return request.override(system_message=lc.SystemMessage(content))
-
-
-def _current_config() -> RunnableConfig:
-    try:
-        from langgraph.config import get_config
-
-        return get_config()
-    except RuntimeError:
-        return {}
-
-
-def _graph_store() -> BaseStore | None:
-    try:
-        from langgraph.config import get_store
-
-        return get_store()
-    except RuntimeError:
-        return None
 
 
 def _last_user_text(messages: list[Any]) -> str | None:
@@ -124,23 +108,20 @@ class MemoryPrompt:
         self.count = token_counter(tokenizer)
         self.default_tenant = default_tenant
         self.title = title
-        self._engines: dict[int, MemoryEngine] = {}
+        self._engines = EnginesByStore()
         self.pre_model_hook = RunnableLambda(self._hook, afunc=self._ahook, name="memory_prompt")
         """``create_react_agent(pre_model_hook=...)``: a system message with the block."""
 
     def _engine(self, store: BaseStore | None) -> MemoryEngine:
         if self.engine is not None:
             return self.engine
-        store = store or _graph_store()
+        store = store or graph_store()
         if store is None:
             raise ConfigurationError(
                 "MemoryPrompt has no store: pass engine=MemoryEngine(store) or use it in a "
                 "graph compiled with a store"
             )
-        engine = self._engines.get(id(store))
-        if engine is None or engine.store is not store:
-            engine = self._engines[id(store)] = MemoryEngine(store)
-        return engine
+        return self._engines.get(store)
 
     def _step(self, engine: MemoryEngine, config: RunnableConfig, query: str | None) -> Any:
         from ..engine import profile as pf
@@ -154,7 +135,7 @@ class MemoryPrompt:
         if not query:
             return None
         text = yield from cx.context_steps(
-            env, query, self.butler, self._budget(), self.quotas, self.tokenizer
+            env, query, self.butler, self._budget(), self.quotas, self.count
         )
         return text
 
@@ -175,7 +156,7 @@ class MemoryPrompt:
         """The block for the caller in ``config`` (None when there is nothing).
         ``query``: the trigger prompt of ``kind="context"``."""
         engine = self._engine(store)
-        config = config if config is not None else _current_config()
+        config = current_config(config)
         block = run_sync(self._step(engine, config, query), engine.store, engine.config)
         return self._titled(block)
 
@@ -188,7 +169,7 @@ class MemoryPrompt:
     ) -> str | None:
         """Async :meth:`render`."""
         engine = self._engine(store)
-        config = config if config is not None else _current_config()
+        config = current_config(config)
         block = await run_async(self._step(engine, config, query), engine.store, engine.config)
         return self._titled(block)
 
@@ -239,10 +220,10 @@ class ReflectionMiddleware(AgentMiddleware):
 
     def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         store = getattr(runtime, "store", None)
-        self.executor.submit(state["messages"], _current_config(), store=store)
+        self.executor.submit(state["messages"], current_config(None), store=store)
         return None
 
     async def aafter_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         store = getattr(runtime, "store", None)
-        await self.executor.asubmit(state["messages"], _current_config(), store=store)
+        await self.executor.asubmit(state["messages"], current_config(None), store=store)
         return None

@@ -38,7 +38,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from ..engine import MemoryEngine
 from ..engine.models import Fact, MemoryRecord, Rule
 from ..errors import LangmemError
-from ..reflection.context import amemory_context, memory_context
+from ..reflection.context import DEFAULT_CONTEXT_BUDGET, amemory_context, memory_context
 
 __all__ = ["MEMORY_TOOL_NAMES", "create_memory_tools"]
 
@@ -237,7 +237,7 @@ def create_memory_tools(
     def context(
         trigger_prompt: str,
         butler: str,
-        token_budget: int = 3000,
+        token_budget: int = DEFAULT_CONTEXT_BUDGET,
         tenant_id: str | None = None,
         *,
         config: RunnableConfig,
