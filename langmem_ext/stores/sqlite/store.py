@@ -21,9 +21,8 @@ from langgraph.store.base import (
     SearchItem,
     TTLConfig,
 )
-from langgraph.store.base import _ensure_refresh as ensure_refresh
-from langgraph.store.base import _validate_namespace_labels as validate_labels
 
+from ..._langgraph import ensure_refresh, validate_labels
 from ...errors import ConfigurationError, StoreError
 from .._filters import normalize_filter
 from .._ops import (
