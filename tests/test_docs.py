@@ -19,7 +19,7 @@ MODULES = [
     "langmem_ext.stores._filters",
     "langmem_ext.stores._hybrid",
     "langmem_ext.stores._vector_index",
-    "langmem_ext.stores._sweeper",
+    "langmem_ext.stores._base",
     "langmem_ext.stores.embeddings",
     "langmem_ext.stores.embeddings.cache",
     "langmem_ext.stores.embeddings.local",

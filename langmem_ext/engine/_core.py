@@ -28,8 +28,8 @@ from typing import Any, NamedTuple, TypeVar
 from langgraph.store.base import BaseStore, Op, SearchOp
 
 from ..errors import LangmemError, ProviderError, RateLimitedError
+from ..stores import HybridSearchOp, supports_hybrid
 from ..stores._filters import normalize_filter
-from ..stores._ops import HybridSearchOp
 from . import policy
 from .scoring import DEFAULT_THRESHOLD, DEFAULT_WEIGHTS, ScoreWeights
 
@@ -119,7 +119,8 @@ class EngineConfig:
         clock: returns "now" (UTC); tests pass a fake clock.
         sleep: how the sync runner waits between retries (async uses asyncio.sleep).
         filter_operators: filter operators the store supports; None detects
-            (all operators for ``langmem_ext`` stores, LangGraph's basic six otherwise).
+            (all operators for stores declaring ``supports_hybrid``, LangGraph's
+            basic six otherwise).
         recall_mode: search mode of ``recall`` on stores with an embedder; None
             (default) uses the store's default — hybrid on ours, which finds far
             more on conversational data (docs/benchmarks.md) — ``"vector"`` makes
@@ -152,8 +153,7 @@ class StoreCaps:
 
 
 def detect_caps(store: BaseStore, config: EngineConfig) -> StoreCaps:
-    mod = type(store).__module__
-    ours = mod == "langmem_ext" or mod.startswith("langmem_ext.")
+    ours = supports_hybrid(store)
     ops = config.filter_operators
     if ops is None:
         ops = ALL_OPERATORS if ours else BASIC_OPERATORS

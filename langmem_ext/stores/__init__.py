@@ -1,5 +1,6 @@
 """LangGraph ``BaseStore`` backends. They know nothing about memories."""
 
+from ._base import HybridStore, supports_hybrid
 from ._filters import OPERATORS
 from ._ops import HybridSearchOp, SearchMode
 from .embeddings import CachedEmbeddings, IndexConfig, LocalEmbeddings
@@ -11,10 +12,12 @@ __all__ = [
     "AsyncPostgresStore",
     "CachedEmbeddings",
     "HybridSearchOp",
+    "HybridStore",
     "IndexConfig",
     "LocalEmbeddings",
     "PostgresStore",
     "SQLiteStore",
     "SearchMode",
     "VectorIndexConfig",
+    "supports_hybrid",
 ]

@@ -9,12 +9,10 @@ SQL or decoding logic.
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import logging
-import threading
-from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple, TypedDict
+from collections.abc import Sequence
+from typing import Any, TypedDict
 
 import numpy as np
 import psycopg
@@ -22,27 +20,23 @@ from langgraph.store.base import (
     GetOp,
     Item,
     ListNamespacesOp,
-    Op,
     Result,
     SearchItem,
     TTLConfig,
 )
 
-from ..._langgraph import ensure_refresh, validate_labels
 from ...errors import ConfigurationError, InvalidValueError, StoreError
+from .._base import BatchPlan, HybridStore
 from .._filters import normalize_filter
 from .._ops import (
-    SEARCH_MODES,
     HybridSearchOp,
     PreparedPut,
     SearchMode,
     decode_namespace,
     encode_namespace,
     namespace_matches,
-    prepare_ops,
-    prepare_put,
 )
-from ..embeddings import IndexInput, resolve_index
+from ..embeddings import IndexInput
 from . import _sql
 from ._schema import (
     BOOTSTRAP,
@@ -88,19 +82,8 @@ class VectorIndexConfig(TypedDict, total=False):
     """Scopes with at most this many vectors are searched exactly (50000)."""
 
 
-class _Plan(NamedTuple):
-    n: int
-    reads: list[tuple[int, Op]]
-    puts: list[PreparedPut]
-    modes: dict[int, str]
-    queries: list[str]
-    doc_texts: list[str]
-
-
-class PostgresCore:
+class PostgresCore(HybridStore):
     """Configuration and the conversation generators shared by both stores."""
-
-    supports_ttl = True
 
     def _configure(
         self,
@@ -111,20 +94,7 @@ class PostgresCore:
         text_search_config: str,
         cache_backend: Any,
     ) -> None:
-        self.index_config = dict(index) if index is not None else None
-        self._index = resolve_index(index, backend=cache_backend)
-        self.embeddings = self._index.embeddings if self._index else None
-        if search_mode is not None and search_mode not in SEARCH_MODES:
-            raise ConfigurationError(
-                f"unknown search_mode {search_mode!r}; use one of {', '.join(SEARCH_MODES)}"
-            )
-        if search_mode in ("vector", "hybrid") and self.embeddings is None:
-            raise ConfigurationError(
-                f"search_mode={search_mode!r} needs an embedder: pass index={{'embed': ...}} "
-                "or use search_mode='keyword'"
-            )
-        self.search_mode: SearchMode = search_mode or ("hybrid" if self.embeddings else "keyword")
-        self.ttl_config = ttl
+        self._configure_search(index, ttl, search_mode, cache_backend)
         vi = dict(vector_index or {"kind": "exact"})
         if vi.get("kind", "exact") not in ("exact", "hnsw"):
             raise ConfigurationError(
@@ -146,9 +116,6 @@ class PostgresCore:
             raise ConfigurationError("vector_index kind 'hnsw' needs index={'dims': ..., ...}")
         self.text_search_config = text_search_config
 
-        self._sweeper: threading.Thread | None = None
-        self._sweep_stop = threading.Event()
-
     @property
     def _scan_index(self) -> bool:
         """Whether the half-precision covering index (and its fast path) exists."""
@@ -158,9 +125,6 @@ class PostgresCore:
     @property
     def _dims(self) -> int | None:
         return self._index.dims if self._index and self.embeddings else None
-
-    def _omit_expired(self) -> bool:
-        return self.ttl_config is None or self.ttl_config.get("omit_expired", True)
 
     # -- setup -------------------------------------------------------------------
 
@@ -207,41 +171,15 @@ class PostgresCore:
 
     # -- batch -------------------------------------------------------------------
 
-    def _plan(self, ops: Iterable[Op]) -> _Plan:
-        # Everything that can reject input happens here, before any embedding
-        # call or write, so a rejected batch changes nothing.
-        all_ops, reads, puts = prepare_ops(ops)
-        embeds = self.embeddings is not None
-        fields = self._index.fields if self._index else None
-        context = self._index.context_fields if self._index else None
-        prepared = [prepare_put(op, fields, embeds, context) for op in puts.values()]
-        for p in prepared:
-            if p.value_json is not None and "\\u0000" in p.value_json:
-                raise InvalidValueError(
-                    f"value for {p.namespace}/{p.key!r} contains the NUL character (\\u0000), "
-                    "which PostgreSQL cannot store in JSON; remove it"
-                )
-        modes: dict[int, str] = {}
-        queries: dict[str, None] = {}
-        for i, op in reads:
-            if isinstance(op, HybridSearchOp):
-                normalize_filter(op.filter)
-                mode = op.mode or self.search_mode
-                if mode == "vector" and not embeds:
-                    raise ConfigurationError(
-                        "mode='vector' needs an embedder; configure index={'embed': ...} "
-                        "or use mode='keyword'"
-                    )
-                if mode == "hybrid" and not embeds:
-                    mode = "keyword"
-                modes[i] = mode
-                if op.query and mode in ("vector", "hybrid"):
-                    queries[op.query] = None
-        doc_texts = [t for p in prepared for _, t in p.fields]
-        return _Plan(len(all_ops), reads, prepared, modes, list(queries), doc_texts)
+    def _check_put(self, put: PreparedPut) -> None:
+        if put.value_json is not None and "\\u0000" in put.value_json:
+            raise InvalidValueError(
+                f"value for {put.namespace}/{put.key!r} contains the NUL character (\\u0000), "
+                "which PostgreSQL cannot store in JSON; remove it"
+            )
 
     def _batch_steps(
-        self, plan: _Plan, doc_vecs: np.ndarray | None, qvecs: dict[str, np.ndarray]
+        self, plan: BatchPlan, doc_vecs: np.ndarray | None, qvecs: dict[str, np.ndarray]
     ) -> Steps:
         """The whole batch, run in one transaction: reads, TTL refresh, writes."""
         results: list[Result] = [None] * plan.n
@@ -389,104 +327,12 @@ class PostgresCore:
             )
         return None
 
-    def _embed_sync(self, plan: _Plan) -> tuple[np.ndarray | None, dict[str, np.ndarray]]:
+    def _embed_sync(self, plan: BatchPlan) -> tuple[np.ndarray | None, dict[str, np.ndarray]]:
         emb = self.embeddings
         if emb is None:
             return None, {}
         doc_vecs = emb.embed_documents_array(plan.doc_texts) if plan.doc_texts else None
         return doc_vecs, {q: emb.embed_query_array(q) for q in plan.queries}
-
-    # -- search faces (both stores) ------------------------------------------------
-
-    def search(
-        self,
-        namespace_prefix: tuple[str, ...],
-        /,
-        *,
-        query: str | None = None,
-        filter: dict[str, Any] | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        refresh_ttl: bool | None = None,
-        mode: SearchMode | None = None,
-    ) -> list[SearchItem]:
-        """Search under a namespace prefix, ranked by ``query`` if given.
-
-        Same filters, modes and scores as :meth:`langmem_ext.SQLiteStore.search`;
-        pages are exact at any offset and inside any namespace or filter.
-
-        Example:
-            >>> store.search(("user",), query="dark mode", mode="vector")  # doctest: +SKIP
-        """
-        validate_labels(namespace_prefix)
-        refresh = ensure_refresh(self.ttl_config, refresh_ttl)
-        op = HybridSearchOp(namespace_prefix, filter, limit, offset, query, refresh, mode)
-        return self.batch([op])[0]  # type: ignore[attr-defined, no-any-return]
-
-    async def asearch(
-        self,
-        namespace_prefix: tuple[str, ...],
-        /,
-        *,
-        query: str | None = None,
-        filter: dict[str, Any] | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        refresh_ttl: bool | None = None,
-        mode: SearchMode | None = None,
-    ) -> list[SearchItem]:
-        """Async :meth:`search`."""
-        validate_labels(namespace_prefix)
-        refresh = ensure_refresh(self.ttl_config, refresh_ttl)
-        op = HybridSearchOp(namespace_prefix, filter, limit, offset, query, refresh, mode)
-        return (await self.abatch([op]))[0]  # type: ignore[attr-defined, no-any-return]
-
-    # -- TTL sweeper thread (both stores) ------------------------------------------
-
-    def start_ttl_sweeper(
-        self, sweep_interval_minutes: float | None = None
-    ) -> concurrent.futures.Future[None]:
-        """Sweep expired items periodically on a daemon thread (it never keeps the
-        process alive). Returns a future that completes when the sweeper stops.
-
-        The interval defaults to ``ttl["sweep_interval_minutes"]``, else 5 minutes.
-        """
-        interval = sweep_interval_minutes
-        if interval is None and self.ttl_config:
-            interval = self.ttl_config.get("sweep_interval_minutes")
-        interval = 5.0 if interval is None else float(interval)
-        done: concurrent.futures.Future[None] = concurrent.futures.Future()
-        if self._sweeper is not None and self._sweeper.is_alive():
-            done.set_result(None)
-            return done
-        self._sweep_stop.clear()
-
-        def loop() -> None:
-            try:
-                while not self._sweep_stop.wait(interval * 60.0):
-                    try:
-                        n = self.sweep_ttl()  # type: ignore[attr-defined]
-                        if n:
-                            logger.info("TTL sweeper deleted %d expired items", n)
-                    except Exception:
-                        logger.exception("TTL sweep failed; retrying at the next interval")
-            finally:
-                done.set_result(None)
-
-        self._sweeper = threading.Thread(target=loop, name="langmem-ext-pg-ttl", daemon=True)
-        self._sweeper.start()
-        return done
-
-    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
-        """Stop the sweeper thread; True if it stopped within ``timeout``."""
-        if self._sweeper is None:
-            return True
-        self._sweep_stop.set()
-        self._sweeper.join(timeout)
-        stopped = not self._sweeper.is_alive()
-        if stopped:
-            self._sweeper = None
-        return stopped
 
     # -- TTL, cache --------------------------------------------------------------
 

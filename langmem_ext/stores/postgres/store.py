@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from langgraph.store.base import BaseStore, Op, Result, TTLConfig
+from langgraph.store.base import Op, Result, TTLConfig
 from psycopg.types import TypeInfo
 from psycopg_pool import ConnectionPool
 
@@ -48,7 +48,7 @@ def drive(steps: Steps, conn: psycopg.Connection[Any]) -> Any:
             return stop.value
 
 
-class PostgresStore(PostgresCore, BaseStore):
+class PostgresStore(PostgresCore):
     """LangGraph store on PostgreSQL + pgvector, with hybrid search and exact
     recall inside namespaces.
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from langgraph.store.base import BaseStore, Op, Result, TTLConfig
+from langgraph.store.base import Op, Result, TTLConfig
 from psycopg.types import TypeInfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
@@ -49,7 +49,7 @@ async def adrive(steps: Steps, conn: psycopg.AsyncConnection[Any]) -> Any:
             return stop.value
 
 
-class AsyncPostgresStore(PostgresCore, BaseStore):
+class AsyncPostgresStore(PostgresCore):
     """Async :class:`~langmem_ext.PostgresStore`: same arguments, but ``conn`` is a
     connection string (an owned ``AsyncConnectionPool``), a
     ``psycopg.AsyncConnection`` or an ``AsyncConnectionPool``. Sync methods are

@@ -13,30 +13,23 @@ from typing import Any
 
 import numpy as np
 from langgraph.store.base import (
-    BaseStore,
     GetOp,
     ListNamespacesOp,
     Op,
     Result,
-    SearchItem,
     TTLConfig,
 )
 
-from ..._langgraph import ensure_refresh, validate_labels
 from ...errors import ConfigurationError, StoreError
-from .._filters import normalize_filter
+from .._base import BatchPlan, HybridStore
 from .._ops import (
-    SEARCH_MODES,
     HybridSearchOp,
     PreparedPut,
     SearchMode,
     iso_now,
-    prepare_ops,
-    prepare_put,
 )
-from .._sweeper import TTLSweeperMixin
 from .._vector_index import VectorIndex
-from ..embeddings import IndexInput, resolve_index
+from ..embeddings import IndexInput
 from . import _exec
 from ._sql import sql_json_equal
 from .schema import migrate
@@ -44,7 +37,7 @@ from .schema import migrate
 __all__ = ["SQLiteStore"]
 
 
-class SQLiteStore(TTLSweeperMixin, BaseStore):
+class SQLiteStore(HybridStore):
     """LangGraph store in one SQLite file, with hybrid (vector + keyword) search.
 
     Sync (``get``, ``put``, ``search``, ``batch``…) and async (``aget``, ``aput``,
@@ -77,8 +70,6 @@ class SQLiteStore(TTLSweeperMixin, BaseStore):
         ['m1']
     """
 
-    supports_ttl = True
-
     def __init__(
         self,
         path: str | os.PathLike[str] = ":memory:",
@@ -92,21 +83,8 @@ class SQLiteStore(TTLSweeperMixin, BaseStore):
         self.path = os.fspath(path)
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
-        self.index_config = dict(index) if index is not None else None
-        self._index = resolve_index(index, backend=_CacheBackend(self))
-        self.embeddings = self._index.embeddings if self._index else None
-        self._vectors = VectorIndex(self._index.dims) if self.embeddings else None  # type: ignore[arg-type]
-        if search_mode is not None and search_mode not in SEARCH_MODES:
-            raise ConfigurationError(
-                f"unknown search_mode {search_mode!r}; use one of {', '.join(SEARCH_MODES)}"
-            )
-        if search_mode in ("vector", "hybrid") and self.embeddings is None:
-            raise ConfigurationError(
-                f"search_mode={search_mode!r} needs an embedder: pass index={{'embed': 'local'}} "
-                "or another embedder, or use search_mode='keyword'"
-            )
-        self.search_mode: SearchMode = search_mode or ("hybrid" if self.embeddings else "keyword")
-        self.ttl_config = ttl
+        self._configure_search(index, ttl, search_mode, _CacheBackend(self))
+        self._vectors = VectorIndex(self._index.dims) if self.embeddings else None  # type: ignore[union-attr]
         self.synchronous = synchronous.upper()
         if self.synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise ConfigurationError(
@@ -262,35 +240,8 @@ class SQLiteStore(TTLSweeperMixin, BaseStore):
         vecs = await asyncio.gather(*(emb.aembed_query_array(q) for q in qs)) if qs else []  # type: ignore[union-attr]
         return await asyncio.to_thread(self._run, plan, doc_vecs, dict(zip(qs, vecs, strict=True)))
 
-    def _plan(self, ops: Iterable[Op]) -> _Plan:
-        # Everything that can reject input happens here, before any embedding
-        # call or write, so a failed batch changes nothing.
-        all_ops, reads, puts = prepare_ops(ops)
-        embeds = self.embeddings is not None
-        fields = self._index.fields if self._index else None
-        context = self._index.context_fields if self._index else None
-        prepared = [prepare_put(op, fields, embeds, context) for op in puts.values()]
-        modes: dict[int, str] = {}
-        queries: dict[str, None] = {}
-        for i, op in reads:
-            if isinstance(op, HybridSearchOp):
-                normalize_filter(op.filter)
-                mode = op.mode or self.search_mode
-                if mode == "vector" and not embeds:
-                    raise ConfigurationError(
-                        "mode='vector' needs an embedder; configure index={'embed': ...} "
-                        "or use mode='keyword'"
-                    )
-                if mode == "hybrid" and not embeds:
-                    mode = "keyword"
-                modes[i] = mode
-                if op.query and mode in ("vector", "hybrid"):
-                    queries[op.query] = None
-        doc_texts = [t for p in prepared for _, t in p.fields]
-        return _Plan(len(all_ops), reads, prepared, modes, list(queries), doc_texts)
-
     def _run(
-        self, plan: _Plan, doc_vecs: np.ndarray | None, qarrays: dict[str, np.ndarray]
+        self, plan: BatchPlan, doc_vecs: np.ndarray | None, qarrays: dict[str, np.ndarray]
     ) -> list[Result]:
         results: list[Result] = [None] * plan.n
         omit = self.ttl_config is None or self.ttl_config.get("omit_expired", True)
@@ -365,75 +316,6 @@ class SQLiteStore(TTLSweeperMixin, BaseStore):
             vix.put(prefix, item_id, vecs)
         vix.generation = after
 
-    # -- search with a mode ------------------------------------------------------
-
-    def search(
-        self,
-        namespace_prefix: tuple[str, ...],
-        /,
-        *,
-        query: str | None = None,
-        filter: dict[str, Any] | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        refresh_ttl: bool | None = None,
-        mode: SearchMode | None = None,
-    ) -> list[SearchItem]:
-        """Search items under a namespace prefix, ranked by ``query`` if given.
-
-        Args:
-            namespace_prefix: e.g. ``("user", "u-123")``; ``()`` searches everything.
-            query: natural-language query; without it, items come newest first.
-            filter: conditions on the value (see :mod:`langmem_ext.stores._filters`):
-                ``{"category": "preference", "importance": {"$gte": 3}}``.
-            limit, offset: the page.
-            refresh_ttl: refresh the TTL of returned items (default: store setting).
-            mode: ``"hybrid"``, ``"vector"`` or ``"keyword"``; default: the store's
-                ``search_mode``. See :mod:`langmem_ext.stores._hybrid` for scores.
-
-        Example:
-            >>> store = SQLiteStore()
-            >>> store.put(("docs",), "1", {"text": "the cat sat"})
-            >>> store.search(("docs",), query="cat", mode="keyword")[0].score
-            1.0
-        """
-        validate_labels(namespace_prefix)
-        op = HybridSearchOp(
-            namespace_prefix,
-            filter,
-            limit,
-            offset,
-            query,
-            ensure_refresh(self.ttl_config, refresh_ttl),
-            mode,
-        )
-        return self.batch([op])[0]  # type: ignore[list-item, return-value]
-
-    async def asearch(
-        self,
-        namespace_prefix: tuple[str, ...],
-        /,
-        *,
-        query: str | None = None,
-        filter: dict[str, Any] | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        refresh_ttl: bool | None = None,
-        mode: SearchMode | None = None,
-    ) -> list[SearchItem]:
-        """Async :meth:`search`."""
-        validate_labels(namespace_prefix)
-        op = HybridSearchOp(
-            namespace_prefix,
-            filter,
-            limit,
-            offset,
-            query,
-            ensure_refresh(self.ttl_config, refresh_ttl),
-            mode,
-        )
-        return (await self.abatch([op]))[0]  # type: ignore[list-item, return-value]
-
     # -- TTL ---------------------------------------------------------------------
 
     def sweep_ttl(self) -> int:
@@ -484,22 +366,6 @@ class SQLiteStore(TTLSweeperMixin, BaseStore):
                 "VALUES (?, ?, ?, ?)",
                 rows,
             )
-
-
-class _Plan:
-    __slots__ = ("doc_texts", "modes", "n", "puts", "queries", "reads")
-
-    def __init__(
-        self,
-        n: int,
-        reads: list[tuple[int, Op]],
-        puts: list[PreparedPut],
-        modes: dict[int, str],
-        queries: list[str],
-        doc_texts: list[str],
-    ) -> None:
-        self.n, self.reads, self.puts = n, reads, puts
-        self.modes, self.queries, self.doc_texts = modes, queries, doc_texts
 
 
 class _CacheBackend:

@@ -1,0 +1,258 @@
+"""What every store of this package shares: declared capabilities, the search
+configuration, the batch plan, ``search`` with a ranking mode, and the TTL
+sweeper. Backends supply the I/O (``batch``/``abatch`` and ``sweep_ttl``).
+
+Capabilities are declared, like LangGraph's ``supports_ttl``: callers (the
+memory engine) check ``supports_hybrid`` rather than the class's module, so a
+user's subclass keeps hybrid search.
+
+Example:
+    >>> from langmem_ext import SQLiteStore
+    >>> store = SQLiteStore()
+    >>> store.supports_hybrid, store.supports_ttl
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+from langgraph.store.base import BaseStore, Op, SearchItem, TTLConfig
+
+from .._langgraph import ensure_refresh, validate_labels
+from ..errors import ConfigurationError
+from ._filters import normalize_filter
+from ._ops import SEARCH_MODES, HybridSearchOp, PreparedPut, SearchMode, prepare_ops, prepare_put
+from .embeddings import IndexInput, resolve_index
+
+__all__ = ["BatchPlan", "HybridStore", "supports_hybrid"]
+
+logger = logging.getLogger("langmem_ext.stores")
+
+
+def supports_hybrid(store: Any) -> bool:
+    """Whether ``store`` accepts :class:`HybridSearchOp` (hybrid, vector and
+    keyword modes, and every filter operator of :mod:`._filters`).
+
+    Example:
+        >>> from langgraph.store.memory import InMemoryStore
+        >>> supports_hybrid(InMemoryStore())
+        False
+    """
+    return bool(getattr(store, "supports_hybrid", False))
+
+
+class BatchPlan(NamedTuple):
+    """A validated batch: what to read, what to write, what to embed."""
+
+    n: int
+    reads: list[tuple[int, Op]]
+    puts: list[PreparedPut]
+    modes: dict[int, str]
+    queries: list[str]
+    doc_texts: list[str]
+
+
+class HybridStore(BaseStore):
+    """Base of this package's stores (not used directly).
+
+    Subclasses call :meth:`_configure_search` in ``__init__``, implement
+    ``batch``/``abatch`` on top of :meth:`_plan`, and ``sweep_ttl``.
+    """
+
+    supports_ttl: bool = True
+    #: Accepts :class:`HybridSearchOp` and the full filter language.
+    supports_hybrid: bool = True
+
+    ttl_config: TTLConfig | None
+    search_mode: SearchMode
+    _sweeper: threading.Thread | None = None
+    _sweep_stop: threading.Event | None = None
+
+    def _configure_search(
+        self,
+        index: IndexInput | None,
+        ttl: TTLConfig | None,
+        search_mode: SearchMode | None,
+        cache_backend: Any,
+    ) -> None:
+        self.index_config = dict(index) if index is not None else None
+        self._index = resolve_index(index, backend=cache_backend)
+        self.embeddings = self._index.embeddings if self._index else None
+        if search_mode is not None and search_mode not in SEARCH_MODES:
+            raise ConfigurationError(
+                f"unknown search_mode {search_mode!r}; use one of {', '.join(SEARCH_MODES)}"
+            )
+        if search_mode in ("vector", "hybrid") and self.embeddings is None:
+            raise ConfigurationError(
+                f"search_mode={search_mode!r} needs an embedder: pass index={{'embed': 'local'}} "
+                "or another embedder, or use search_mode='keyword'"
+            )
+        self.search_mode = search_mode or ("hybrid" if self.embeddings else "keyword")
+        self.ttl_config = ttl
+
+    def _omit_expired(self) -> bool:
+        return self.ttl_config is None or self.ttl_config.get("omit_expired", True)
+
+    # -- the batch plan ------------------------------------------------------------
+
+    def _check_put(self, put: PreparedPut) -> None:
+        """Backend-specific rejection of a put, before anything runs (override)."""
+
+    def _plan(self, ops: Iterable[Op]) -> BatchPlan:
+        # Everything that can reject input happens here, before any embedding
+        # call or write, so a rejected batch changes nothing.
+        all_ops, reads, puts = prepare_ops(ops)
+        embeds = self.embeddings is not None
+        fields = self._index.fields if self._index else None
+        context = self._index.context_fields if self._index else None
+        prepared = [prepare_put(op, fields, embeds, context) for op in puts.values()]
+        for p in prepared:
+            self._check_put(p)
+        modes: dict[int, str] = {}
+        queries: dict[str, None] = {}
+        for i, op in reads:
+            if isinstance(op, HybridSearchOp):
+                normalize_filter(op.filter)
+                mode = op.mode or self.search_mode
+                if mode == "vector" and not embeds:
+                    raise ConfigurationError(
+                        "mode='vector' needs an embedder; configure index={'embed': ...} "
+                        "or use mode='keyword'"
+                    )
+                if mode == "hybrid" and not embeds:
+                    mode = "keyword"
+                modes[i] = mode
+                if op.query and mode in ("vector", "hybrid"):
+                    queries[op.query] = None
+        doc_texts = [t for p in prepared for _, t in p.fields]
+        return BatchPlan(len(all_ops), reads, prepared, modes, list(queries), doc_texts)
+
+    # -- search with a mode ------------------------------------------------------
+
+    def _search_op(
+        self,
+        namespace_prefix: tuple[str, ...],
+        query: str | None,
+        filter: dict[str, Any] | None,
+        limit: int,
+        offset: int,
+        refresh_ttl: bool | None,
+        mode: SearchMode | None,
+    ) -> HybridSearchOp:
+        validate_labels(namespace_prefix)
+        refresh = ensure_refresh(self.ttl_config, refresh_ttl)
+        return HybridSearchOp(namespace_prefix, filter, limit, offset, query, refresh, mode)
+
+    def search(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+        mode: SearchMode | None = None,
+    ) -> list[SearchItem]:
+        """Search items under a namespace prefix, ranked by ``query`` if given.
+
+        Args:
+            namespace_prefix: e.g. ``("user", "u-123")``; ``()`` searches everything.
+            query: natural-language query; without it, items come newest first.
+            filter: conditions on the value (see :mod:`langmem_ext.stores._filters`):
+                ``{"category": "preference", "importance": {"$gte": 3}}``.
+            limit, offset: the page.
+            refresh_ttl: refresh the TTL of returned items (default: store setting).
+            mode: ``"hybrid"``, ``"vector"`` or ``"keyword"``; default: the store's
+                ``search_mode``. See :mod:`langmem_ext.stores._hybrid` for scores.
+
+        Example:
+            >>> from langmem_ext import SQLiteStore
+            >>> store = SQLiteStore()
+            >>> store.put(("docs",), "1", {"text": "the cat sat"})
+            >>> store.search(("docs",), query="cat", mode="keyword")[0].score
+            1.0
+        """
+        op = self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl, mode)
+        return self.batch([op])[0]  # type: ignore[list-item, return-value]
+
+    async def asearch(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+        mode: SearchMode | None = None,
+    ) -> list[SearchItem]:
+        """Async :meth:`search` (same arguments)."""
+        op = self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl, mode)
+        return (await self.abatch([op]))[0]  # type: ignore[list-item, return-value]
+
+    # -- TTL sweeper ---------------------------------------------------------------
+
+    def sweep_ttl(self) -> int:  # pragma: no cover - provided by the backend
+        """Delete expired items now; returns how many were deleted."""
+        raise NotImplementedError
+
+    def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> concurrent.futures.Future[None]:
+        """Sweep expired items periodically on a daemon thread (it never keeps the
+        process alive). Returns a future that completes when the sweeper stops.
+
+        The interval defaults to ``ttl["sweep_interval_minutes"]``, else 5 minutes.
+
+        Example:
+            >>> from langmem_ext import SQLiteStore
+            >>> store = SQLiteStore()
+            >>> done = store.start_ttl_sweeper(0.01)
+            >>> store.stop_ttl_sweeper(timeout=5), done.done()
+            (True, True)
+        """
+        interval = sweep_interval_minutes
+        if interval is None and self.ttl_config:
+            interval = self.ttl_config.get("sweep_interval_minutes")
+        interval = 5.0 if interval is None else float(interval)
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        if self._sweeper is not None and self._sweeper.is_alive():
+            done.set_result(None)
+            return done
+        stop = self._sweep_stop = threading.Event()
+
+        def loop() -> None:
+            try:
+                while not stop.wait(interval * 60.0):
+                    try:
+                        n = self.sweep_ttl()
+                        if n:
+                            logger.info("TTL sweeper deleted %d expired items", n)
+                    except Exception:
+                        logger.exception("TTL sweep failed; retrying at the next interval")
+            finally:
+                done.set_result(None)
+
+        name = f"langmem-ext-ttl-{type(self).__name__}"
+        self._sweeper = threading.Thread(target=loop, name=name, daemon=True)
+        self._sweeper.start()
+        return done
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread; True if it stopped within ``timeout``."""
+        if self._sweeper is None or self._sweep_stop is None:
+            return True
+        self._sweep_stop.set()
+        self._sweeper.join(timeout)
+        stopped = not self._sweeper.is_alive()
+        if stopped:
+            self._sweeper = None
+        return stopped
