@@ -12,9 +12,9 @@ from langchain_core.tools import StructuredTool
 from langgraph.store.base import BaseStore
 from pydantic import ValidationError as PydanticValidationError
 
+from .._langgraph import config_runtime, current_config
 from ..errors import ConfigurationError, LangmemError
 from ..errors import MemoryNotFoundError as _EngineNotFound
-from .namespaces import config_runtime, current_config
 
 __all__ = ["MemoryNotFoundError", "MemoryTool", "MemoryToolError", "dumps", "resolve_store"]
 

@@ -128,7 +128,7 @@ def test_shutdown_can_cancel_pending_reflections(engine, ctx):
 
 def test_bad_configuration_is_a_clear_error_at_submit(engine, store):
     with make_executor([], engine) as ex:
-        with pytest.raises(MissingIdentifierError, match="no authenticated caller"):
+        with pytest.raises(MissingIdentifierError, match="has no user"):
             ex.submit(turn(0), {"configurable": {"thread_id": "t1"}})
         with pytest.raises(TypeError, match="list of messages"):
             ex.submit("hello", config_for(MemoryContext("acme", user_id="ada")))
