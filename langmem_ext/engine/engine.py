@@ -13,8 +13,9 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, SearchOp
 
+from ..stores import HybridSearchOp
 from . import lifecycle as lc
 from . import policy
 from . import profile as pf
@@ -130,6 +131,22 @@ class MemoryEngine:
     def env(self, ctx: Ctx, tenant: str | None = None) -> Env:
         """The per-call environment (tenant checked here, before any store op)."""
         return Env.make(self.config, self.caps, self.context(ctx), tenant, self.metrics)
+
+    def search_op(
+        self,
+        namespace: tuple[str, ...],
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        mode: str | None = None,
+    ) -> Any:
+        """A store search op for this store: with a ranking ``mode`` where the
+        store supports it (``supports_hybrid``), LangGraph's ``SearchOp`` otherwise."""
+        if self.caps.modes:
+            return HybridSearchOp(namespace, filter, limit, offset, query, True, mode)  # type: ignore[arg-type]
+        return SearchOp(namespace, filter, limit, offset, query, True)
 
     def run(self, step: Operation[T], operation: str = "custom") -> T:
         """Run an operation written as a generator of store requests (the engine's

@@ -11,8 +11,10 @@ Example:
     >>> from langmem_ext import SQLiteStore
     >>> from langmem_ext.engine import MemoryContext, MemoryEngine
     >>> env = MemoryEngine(SQLiteStore()).env(MemoryContext("acme", user_id="ada"))
-    >>> [(layer.name, layer.ns) for layer in env.layers()][:2]
-    [('user', ('tenant', 'acme', 'user', 'ada')), ('team', ('tenant', 'acme', '_shared', 'team', '_'))]
+    >>> for layer in env.layers()[:2]:
+    ...     print(layer.name, layer.ns)
+    user ('tenant', 'acme', 'user', 'ada')
+    team ('tenant', 'acme', '_shared', 'team', '_')
     >>> check_id({"$ne": None})
     Traceback (most recent call last):
     ...
@@ -23,7 +25,9 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import math
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -54,10 +58,13 @@ __all__ = [
     "check_range",
     "check_tags",
     "check_type",
+    "free_fact_ids",
     "load",
     "load_many",
     "require",
 ]
+
+logger = logging.getLogger("langmem_ext.engine")
 
 #: The field the engine embeds and keyword-indexes.
 INDEX_FIELDS = ["content"]
@@ -287,6 +294,31 @@ def add_fields(env: Env, content: str, layer: str | None, scope: str, tags: Any)
         "updated_at": env.stamp,
         "created_by": env.ctx.actor,
     }
+
+
+# -- ids ---------------------------------------------------------------------------
+
+
+def profile_fact_id() -> str:
+    """A new profile fact id: ``fact_`` and 8 hex digits of a UUID4."""
+    return f"fact_{uuid.uuid4().hex[:8]}"
+
+
+def free_fact_ids(env: Env, layer: Layer, n: int) -> Operation[list[str]]:
+    """``n`` new profile fact ids used by no current or archived memory of the
+    layer: an id already taken is drawn again (and logged), never overwritten."""
+    places = (layer.ns, env.meta(layer, "archive"))
+    out: list[str] = []
+    while len(out) < n:
+        drawn = list(dict.fromkeys(profile_fact_id() for _ in range(n - len(out))))
+        found = yield Batch([GetOp(ns, i) for i in drawn for ns in places])
+        taken = {i for i, hit in zip([i for i in drawn for _ in places], found) if hit}
+        for i in drawn:
+            if i in taken:
+                logger.warning("fact id %s is taken; drawing another", i)
+            elif i not in out:
+                out.append(i)
+    return out
 
 
 # -- reads by id -------------------------------------------------------------------

@@ -30,6 +30,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -48,6 +49,7 @@ from .env import (
     check_range,
     check_tags,
     check_type,
+    free_fact_ids,
     load,
     require,
 )
@@ -71,6 +73,9 @@ __all__ = [
     "sweep",
     "update",
 ]
+
+
+_PROFILE_ID = re.compile(r"fact_[0-9a-f]{8}")
 
 
 def diff(old: MemoryRecord, new: MemoryRecord) -> dict[str, list[Any]]:
@@ -361,6 +366,8 @@ def revise(env: Env, id: str, content: Any) -> Operation[MemoryRecord]:
         tags=old.tags,
         provenance={**old.provenance, "replaces": old.id},
     )
+    if _PROFILE_ID.fullmatch(old.id):  # a profile fact's successor keeps the id format
+        [successor.id] = yield from free_fact_ids(env, env.layer_of(old), 1)
     yield Batch([env.put(successor), env.event(successor, "created", reason=f"revises {old.id}")])
     env.sized([successor], +1)
     yield from resolve_slot(env, env.layer_of(successor), successor.slot)

@@ -47,7 +47,6 @@ Example:
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -57,7 +56,7 @@ from langgraph.store.base import GetOp, PutOp, SearchOp
 from ..errors import FactNotFoundError, InvalidValueError
 from ..stores import HybridSearchOp
 from . import policy
-from .env import Env, Layer, add_fields, check_content, check_range, load
+from .env import Env, Layer, add_fields, check_content, check_range, free_fact_ids, load
 from .lifecycle import change, records_of, resolve_slot, slot_of
 from .models import Fact, MemoryRecord, Note
 from .requests import Batch, Operation
@@ -70,7 +69,6 @@ __all__ = [
     "Profile",
     "ProfileUpdate",
     "SkippedFact",
-    "profile_fact_id",
 ]
 
 logger = logging.getLogger("langmem_ext.profile")
@@ -82,11 +80,6 @@ HISTORY_KEYS: tuple[str, ...] = ("recent", "earlier", "background")
 PROFILE_LAYER = "user"
 #: How many merge sources a fact's provenance keeps.
 MERGED_SOURCES = 10
-
-
-def profile_fact_id() -> str:
-    """A new profile fact id: ``fact_`` and 8 hex digits of a UUID4."""
-    return f"fact_{uuid.uuid4().hex[:8]}"
 
 
 @dataclass(frozen=True)
@@ -338,7 +331,7 @@ def add_facts(
     merged: dict[str, Fact] = {}
     slots: list[str] = []
     new_count = sum(1 for c in fresh if near_of.get(id(c)) is None)
-    ids = yield from _free_ids(env, new_count)
+    ids = yield from free_fact_ids(env, _user(env), new_count)
     for c in fresh:
         near = near_of.get(id(c))
         if near is not None:
@@ -369,23 +362,6 @@ def add_facts(
     for slot in dict.fromkeys(slots):
         out.superseded += yield from resolve_slot(env, layer, slot)
     out.removed = yield from _evict(env, existing, out, max_facts)
-    return out
-
-
-def _free_ids(env: Env, n: int) -> Operation[list[str]]:
-    """``n`` new fact ids used by no current or archived memory of the user."""
-    layer = _user(env)
-    places = (layer.ns, env.meta(layer, "archive"))
-    out: list[str] = []
-    while len(out) < n:
-        drawn = list(dict.fromkeys(profile_fact_id() for _ in range(n - len(out))))
-        found = yield Batch([GetOp(ns, i) for i in drawn for ns in places])
-        taken = {i for i, hit in zip([i for i in drawn for _ in places], found) if hit}
-        for i in drawn:
-            if i in taken:
-                logger.warning("fact id %s is taken; drawing another", i)
-            elif i not in out:
-                out.append(i)
     return out
 
 

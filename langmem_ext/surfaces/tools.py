@@ -478,10 +478,38 @@ def create_search_memory_tool(
 _MAX_PAGE = 10_000
 
 
+#: Engine bookkeeping the model does not need to read (the artifact keeps it all).
+_HIDDEN = frozenset(
+    {
+        "slot",
+        "decay_rate",
+        "provenance",
+        "last_confirmed_at",
+        "created_by",
+        "created_at",
+        "updated_at",
+        "subject",
+        "predicate",
+        "permanence",
+        "validity",
+    }
+)
+
+
+def _shown(item: Any) -> dict[str, Any]:
+    """An item as the model sees it: LangMem's item dict, with the engine's
+    bookkeeping fields left out of the value (short prompts for small models)."""
+    out = item.dict()
+    value = out.get("value")
+    if isinstance(value, dict) and "kind" in value:
+        out["value"] = {k: v for k, v in value.items() if k not in _HIDDEN}
+    return out
+
+
 def _search(op: Any, response_format: str) -> Any:
     """The search tool's one body: one store search, rendered as LangMem does."""
     [items] = yield Batch([op])
-    content = dumps([item.dict() for item in items])
+    content = dumps([_shown(item) for item in items])
     return (content, items) if response_format == "content_and_artifact" else content
 
 
