@@ -18,8 +18,9 @@ Each caller has a ``tenant_id`` (default: the single-tenant default), a
 Tokens are compared in constant time; an unknown or missing token is refused.
 
 Example:
-    >>> callers = Callers.from_json('{"tokens": {"t1": {"tenant_id": "acme", "user_id": "ada"}}}')
-    >>> ctx = callers.authenticate("Bearer t1")
+    >>> callers = Callers.from_json(
+    ...     '{"tokens": {"tok-ada-123": {"tenant_id": "acme", "user_id": "ada"}}}')
+    >>> ctx = callers.authenticate("Bearer tok-ada-123")
     >>> (ctx.tenant_id, ctx.user_id, ctx.is_admin)
     ('acme', 'ada', False)
     >>> callers.authenticate("Bearer nope")
