@@ -125,8 +125,9 @@ class MemoryRecord:
 
     @property
     def text(self) -> str:
-        """The content as text (structured content as compact JSON)."""
-        return content_text(self.content)
+        """The content as text (structured content as compact JSON; an item
+        without content shows its other fields)."""
+        return content_text(self.extra if self.content is None else self.content)
 
     def to_value(self) -> dict[str, Any]:
         """The dict stored in the store: ``kind``, ``content`` and the record's

@@ -469,7 +469,7 @@ class MemoryManager(Runnable[dict[str, Any], list[ExtractedMemory]]):
         if raw is None:
             text = reply.text if isinstance(getattr(reply, "text", None), str) else str(reply)
             raw = _json_in(text)
-        if not isinstance(raw, dict) or not isinstance(raw.get("memories", []), list):
+        if not isinstance(raw, dict) or not isinstance(raw.get("memories"), list):
             raise ValueError("expected an object with a 'memories' list")
         known = {e.id for e in existing}
         out: dict[str, BaseModel] = {}
