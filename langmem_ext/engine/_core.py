@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from langgraph.store.base import BaseStore, Op, SearchOp
 
@@ -130,10 +130,10 @@ def search_ops(
         filters = [base]
         for k, values in any_of.items():
             filters = [{**f, k: v} for f in filters for v in values]
-    ops: list[Op] = []
+    ops: list[Any] = []
     for f in filters:
         if caps.modes:
-            ops.append(HybridSearchOp(namespace, f, fetch, 0, query, False, mode))
+            ops.append(HybridSearchOp(namespace, f, fetch, 0, query, False, mode))  # type: ignore[arg-type]
         else:
             ops.append(SearchOp(namespace, f, fetch, 0, query, False))
     return ops, check
@@ -143,7 +143,7 @@ def matches(value: Mapping[str, Any], filter: Mapping[str, Any]) -> bool:
     """Evaluate our filter language (see :mod:`langmem_ext.stores._filters`) in
     Python, for stores that lack an operator."""
     for c in normalize_filter(filter):
-        present, v = True, value
+        present, v = True, cast(Any, value)
         for part in c.path:
             if isinstance(v, Mapping) and part in v:
                 v = v[part]
@@ -189,7 +189,7 @@ def paged(
     out: list[Any] = []
     offset = 0
     while True:
-        op: Op
+        op: Any
         if caps.modes:
             op = HybridSearchOp(namespace, filter, page, offset, None, False, None)
         else:

@@ -499,7 +499,8 @@ class MemoryEngine:
         done = yield from pf.add_facts(
             e, [c], threshold=threshold, max_facts=max_facts, provenance=provenance
         )
-        return (done.added or done.merged or [None])[0]
+        kept = done.added or done.merged
+        return kept[0] if kept else None
 
     def _update_fact(
         self,

@@ -276,7 +276,7 @@ def check_tags(tags: Any) -> list[str]:
     return list(dict.fromkeys(tags))
 
 
-def add_fields(env: Env, content: str, layer: str | None, scope: str, tags: Any) -> dict[str, Any]:
+def add_fields(env: Env, content: Any, layer: str | None, scope: str, tags: Any) -> dict[str, Any]:
     """The validated fields every new record shares (raises before any store op)."""
     name = check_layer(layer or env.config.default_layer)
     if not isinstance(scope, str) or not scope:

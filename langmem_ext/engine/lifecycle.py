@@ -257,7 +257,8 @@ def confirm(env: Env, kind: str, id: str) -> Operation[MemoryRecord]:
     old = yield from require(env, kind, id)
     if not old.live:
         raise InvalidOperationError(f"{kind} {id!r} is not active; it cannot be confirmed")
-    new, puts = change(env, old, replace(old, last_confirmed_at=env.stamp), "confirmed")
+    confirmed = replace(old, last_confirmed_at=env.stamp)  # type: ignore[call-arg]
+    new, puts = change(env, old, confirmed, "confirmed")
     yield Batch(puts)
     return new
 

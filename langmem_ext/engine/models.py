@@ -83,7 +83,7 @@ def parse_ts(text: str) -> datetime:
 
 
 @functools.cache
-def _field_names(cls: type) -> frozenset[str]:
+def _field_names(cls: Any) -> frozenset[str]:  # cls: a dataclass type (hashable)
     # dataclasses.fields() rebuilds its tuple on every call; recall decodes
     # dozens of records per query, so the names are computed once per class.
     return frozenset(f.name for f in dataclasses.fields(cls))
@@ -163,7 +163,7 @@ class MemoryRecord:
     def from_value(cls, value: dict[str, Any], **placement: Any) -> Any:
         """Rebuild a record from a stored dict and where it was found, ignoring
         unknown keys (records written by a newer version stay readable)."""
-        names = _field_names(cls)
+        names = _field_names(cls)  # type: ignore[arg-type]
         fields = {k: v for k, v in value.items() if k in names and k not in _NOT_STORED}
         extra = {k: v for k, v in value.items() if k not in names and k not in _NOT_EXTRA}
         return cls(**fields, extra=extra, **placement)
@@ -347,5 +347,5 @@ class MemoryEvent:
 
     @classmethod
     def from_value(cls, value: dict[str, Any]) -> MemoryEvent:
-        names = _field_names(cls)
+        names = _field_names(cls)  # type: ignore[arg-type]
         return cls(**{k: v for k, v in value.items() if k in names})

@@ -58,7 +58,7 @@ from ..stores import HybridSearchOp
 from . import policy
 from .env import Env, Layer, add_fields, check_content, check_range, free_fact_ids, load
 from .lifecycle import change, records_of, resolve_slot, slot_of
-from .models import Fact, MemoryRecord, Note
+from .models import Fact, Note
 from .requests import Batch, Operation
 from .scoring import best_first, text_similarity
 
@@ -211,7 +211,7 @@ def get_profile(env: Env) -> Operation[Profile]:
     [item] = yield Batch([GetOp(env.meta(layer, "profile"), "profile")])
     current = yield from records_of(env, layer, ("fact", "note"))
     facts = _ordered([r for r in current if isinstance(r, Fact)])
-    notes: list[MemoryRecord] = sorted(
+    notes: list[Note] = sorted(
         (r for r in current if isinstance(r, Note)), key=lambda n: (n.created_at, n.id)
     )[::-1]
     value = item.value if item is not None else {}
@@ -221,7 +221,7 @@ def get_profile(env: Env) -> Operation[Profile]:
         history=dict(value.get("history") or {}),
         facts=facts,
         updated_at=value.get("updated_at"),
-        notes=notes,  # type: ignore[arg-type]
+        notes=notes,
     )
 
 
@@ -246,7 +246,7 @@ def update_profile(env: Env, user_context: Any, history: Any) -> Operation[Profi
     ns = env.meta(_user(env), "profile")
     [item] = yield Batch([GetOp(ns, "profile")])
     value = dict(item.value) if item is not None else {}
-    merged = {
+    merged: dict[str, Any] = {
         "user_context": {**(value.get("user_context") or {}), **ctx_part},
         "history": {**(value.get("history") or {}), **hist_part},
     }
@@ -280,9 +280,13 @@ def _near_duplicates(
         for found in results:
             hits = [h for h in found if tuple(h.namespace) == ns]
             top = hits[0] if hits else None
-            ok = top is not None and top.score is not None
-            near = ok and top.score >= policy.MERGE_SIMILARITY and top.key in by_id
-            out.append(by_id[top.key] if near else None)
+            near = (
+                top is not None
+                and top.score is not None
+                and top.score >= policy.MERGE_SIMILARITY
+                and top.key in by_id
+            )
+            out.append(by_id[top.key] if near and top is not None else None)
         return out
     best: list[Fact | None] = []
     for c in candidates:

@@ -160,6 +160,6 @@ def storage_size(env: Env) -> Operation[dict[str, int]]:
         env.metrics.set_sizes(env.tenant, counts)
     out: dict[str, int] = {}
     for ref, n in counts.items():
-        layer = ref.split(":", 1)[0]
-        out[layer] = out.get(layer, 0) + n
+        name = ref.split(":", 1)[0]
+        out[name] = out.get(name, 0) + n
     return out

@@ -31,12 +31,13 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
-from langgraph.store.base import BaseStore, Op
+from langgraph.store.base import BaseStore
 
 from ..errors import LangmemError, ProviderError, RateLimitedError
 
@@ -59,7 +60,7 @@ class Batch(NamedTuple):
     """Store ops to run together; ``parallel`` ops are independent reads that
     the async runner may issue concurrently."""
 
-    ops: list[Op]
+    ops: Sequence[Any]  # LangGraph ops, or HybridSearchOp on stores that support it
     parallel: bool = False
 
 
@@ -132,7 +133,7 @@ def run_sync(step: Operation[T], store: BaseStore, config: Any = None) -> T:
             if isinstance(request, Call):
                 result = request.sync()
             else:
-                result = _retry_sync(lambda r=request: _execute_sync(store, r), config)
+                result = _retry_sync(functools.partial(_execute_sync, store, request), config)
         except Exception as e:
             # Thrown into the operation, so a step may handle a store failure
             # (health_check does); unhandled, it leaves through _resume.
@@ -151,7 +152,8 @@ async def run_async(step: Operation[T], store: BaseStore, config: Any = None) ->
             if isinstance(request, Call):
                 result = await request.async_()
             else:
-                result = await _retry_async(lambda r=request: _execute_async(store, r), config)
+                run = functools.partial(_execute_async, store, request)
+                result = await _retry_async(run, config)
         except Exception as e:
             request = _resume(step, error=e)
         else:
@@ -175,14 +177,14 @@ def _resume(step: Operation[Any], *, result: Any = None, error: Exception | None
         return _Done(stop.value)
 
 
-def _execute_sync(store: BaseStore, request: Request) -> Any:
+def _execute_sync(store: BaseStore, request: Batch | Embed) -> Any:
     if isinstance(request, Embed):
         emb = embedder(store)
         return emb.embed_documents(list(request.texts)) if emb is not None else None
     return store.batch(request.ops)
 
 
-async def _execute_async(store: BaseStore, request: Request) -> Any:
+async def _execute_async(store: BaseStore, request: Batch | Embed) -> Any:
     if isinstance(request, Embed):
         emb = embedder(store)
         return await emb.aembed_documents(list(request.texts)) if emb is not None else None

@@ -51,7 +51,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
+
+from langchain_core.runnables import RunnableConfig
 
 from .._langgraph import RUNTIME_KEY
 from ..errors import IdentityError, MissingIdentifierError, TenantAccessError
@@ -189,7 +191,7 @@ class MemoryContext:
             ids["user_id"] = _first(read(k) for k in USER_ALIASES)
             ids["session_id"] = ids["session_id"] or read("thread_id")
             tenant = default_tenant or DEFAULT_TENANT
-            ctx = cls(tenant, **{k: _text(v) for k, v in ids.items()})
+            ctx = cls(tenant, **{k: _text(v) for k, v in ids.items()})  # type: ignore[arg-type]
         else:
             ctx = _authenticated_context(cls, user, read, default_tenant)
         if template is None:
@@ -225,7 +227,7 @@ class MemoryContext:
         bad = set(ids) - set(_ID_KEYS)
         if bad:
             raise TypeError(f"unknown identifiers {sorted(bad)}; use {', '.join(_ID_KEYS)}")
-        return dataclasses.replace(self, **ids)
+        return dataclasses.replace(self, **ids)  # type: ignore[arg-type]
 
 
 def fill_space(ctx: MemoryContext, namespace: Any) -> MemoryContext:
@@ -258,7 +260,7 @@ def _fill(template: NamespaceTemplate, config: Any, ctx: MemoryContext) -> tuple
     fixed: dict[str, Any] = {k: getattr(ctx, k) for k in _ID_KEYS}
     for alias in USER_ALIASES[1:]:
         fixed[alias] = ctx.user_id
-    return template(config or {}, fixed=fixed)
+    return template(cast(RunnableConfig, config or {}), fixed=fixed)
 
 
 def _authenticated(user: Any) -> bool:
@@ -309,7 +311,7 @@ def _authenticated_context(
         actor=identity,
         is_admin=admin,
         elevated=elevated,
-        **{k: _text(v) for k, v in ids.items()},
+        **{k: _text(v) for k, v in ids.items()},  # type: ignore[arg-type]
     )
 
 

@@ -134,7 +134,8 @@ def format_profile(
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise InvalidValueError(f"max_tokens must be a positive integer, got {max_tokens!r}")
     if isinstance(profile, Profile):
-        ctx, hist, facts = profile.user_context, profile.history, list(profile.facts)
+        ctx, hist = profile.user_context, profile.history
+        facts: list[Any] = list(profile.facts)
         facts += [_note_row(n) for n in profile.notes]
     else:
         ctx = profile.get("user_context") or {}

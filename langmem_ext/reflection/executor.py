@@ -66,7 +66,7 @@ from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
@@ -154,7 +154,9 @@ class ReflectionExecutor:
         if on_exit not in ("drain", "cancel"):
             raise ConfigurationError(f"on_exit must be 'drain' or 'cancel', got {on_exit!r}")
         _check_delay(delay)
-        self.manager: Runnable | None = reflector if _is_manager(reflector) else None
+        self.manager: Runnable | None = (
+            cast(Runnable, reflector) if _is_manager(reflector) else None
+        )
         if self.manager is not None and getattr(self.manager, "namespace", None) is None:
             raise ConfigurationError(
                 "the reflector must be a chat model, a 'provider:model' string or a store "
@@ -198,7 +200,13 @@ class ReflectionExecutor:
         self.failures: list[ReflectionFailure] = []
         self.results: deque[Any] = deque(maxlen=1000)
         ref = weakref.ref(self)
-        self._atexit = lambda: (x := ref()) is not None and x._at_exit()
+
+        def at_exit() -> None:
+            executor = ref()
+            if executor is not None:
+                executor._at_exit()
+
+        self._atexit = at_exit
         atexit.register(self._atexit)
 
     # -- what to reflect, for whom ------------------------------------------------
@@ -231,7 +239,7 @@ class ReflectionExecutor:
         if self._closed:
             raise RuntimeError("this ReflectionExecutor is shut down; create a new one")
         messages, extra = messages_of(payload)
-        config = dict(current_config(config))
+        config = cast(RunnableConfig, dict(current_config(config)))
         if thread_id is _UNSET:
             thread_id = (config.get("configurable") or {}).get("thread_id")
         thread = str(thread_id) if thread_id is not None else "default"
@@ -247,7 +255,7 @@ class ReflectionExecutor:
                     "store=..., or submit from inside a graph compiled with a store"
                 )
             ns = self.manager.namespace(store_config(config, store))  # type: ignore[attr-defined]
-            key = (id(self.manager), tuple(ns), thread)
+            key: tuple[Any, ...] = (id(self.manager), tuple(ns), thread)
             return Job(
                 key, "manager", thread, messages, due, mode, config, store=store, extra=extra
             )

@@ -36,6 +36,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -150,7 +151,8 @@ def _ask(
         prompt = extractor.prompt(turns, related, feedback)
         try:
             reply, made = yield Call(
-                lambda p=prompt: extractor.invoke(p), lambda p=prompt: extractor.ainvoke(p)
+                functools.partial(extractor.invoke, prompt),
+                functools.partial(extractor.ainvoke, prompt),
             )
         except Exception as e:
             result.model_calls += 1

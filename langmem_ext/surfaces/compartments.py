@@ -380,6 +380,7 @@ def _plan_save(
     if old is None:
         taken = {e.id for e in entries}
         entry_id = next(i for i in iter(lambda: uuid.uuid4().hex[:8], None) if i not in taken)
+    assert entry_id is not None
     entry = MemoryEntry(
         id=entry_id,
         content=content,
@@ -489,8 +490,8 @@ def _ttl_supported(store: BaseStore, ops: list[PutOp]) -> list[PutOp]:
 
 
 def _schemas(c: Compartments) -> dict[str, tuple[type[BaseModel], str]]:
-    comp = (Compartment, Field(description="run, session or plan."))
-    select = {
+    comp: Any = (Compartment, Field(description="run, session or plan."))
+    select: dict[str, Any] = {
         "id": (str | None, Field(None, description="Select the entry with this id.")),
         "category": (str | None, Field(None, description="Select entries of this category.")),
         "tags": (
@@ -499,7 +500,7 @@ def _schemas(c: Compartments) -> dict[str, tuple[type[BaseModel], str]]:
         ),
     }
     limits = ", ".join(f"{k} {v:,}" for k, v in c.limits.items())
-    save = create_model(
+    save = create_model(  # type: ignore[call-overload]
         "save_memory",
         __config__={"extra": "forbid"},
         compartment=comp,
@@ -513,8 +514,9 @@ def _schemas(c: Compartments) -> dict[str, tuple[type[BaseModel], str]]:
         ),
         id=(str | None, Field(None, description="Id of an entry to overwrite; omit for new.")),
     )
-    get = create_model("get_memory", __config__={"extra": "forbid"}, compartment=comp, **select)
-    clear = create_model("clear_memory", __config__={"extra": "forbid"}, compartment=comp, **select)
+    config: Any = {"extra": "forbid"}
+    get = create_model("get_memory", __config__=config, compartment=comp, **select)
+    clear = create_model("clear_memory", __config__=config, compartment=comp, **select)
     return {
         "save_memory": (
             save,

@@ -70,7 +70,7 @@ def create_memory_searcher(
     tool = create_search_memory_tool(namespace, store=store, response_format="content_and_artifact")
     ask = model.bind_tools([tool], tool_choice=tool.name)
 
-    def calls(msg: AIMessage) -> list[dict[str, Any]]:
+    def calls(msg: AIMessage) -> list[Any]:
         return [{**tc, "type": "tool_call"} for tc in msg.tool_calls if tc["name"] == tool.name]
 
     def run(msg: AIMessage) -> list[Any]:

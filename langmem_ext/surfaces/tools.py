@@ -205,7 +205,7 @@ def create_manage_memory_tool(
         except LangmemError as e:
             raise for_model(e) from e
 
-    return MemoryTool.from_function(
+    return MemoryTool.from_function(  # type: ignore[return-value]
         manage_memory,
         amanage_memory,
         name=name,
@@ -463,7 +463,7 @@ def create_search_memory_tool(
         "Search your long-term memories for information relevant to your current context. "
         f"{instructions}"
     )
-    return MemoryTool.from_function(
+    return MemoryTool.from_function(  # type: ignore[return-value]
         search_memory,
         asearch_memory,
         name=name,

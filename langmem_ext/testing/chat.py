@@ -67,7 +67,7 @@ class ScriptedExtractionModel(BaseChatModel):
     bound: list[dict[str, Any]] = Field(default_factory=list)
 
     def __init__(self, script: Sequence[Any] = (), **kwargs: Any) -> None:
-        super().__init__(script=list(script), **kwargs)
+        super().__init__(script=list(script), **kwargs)  # type: ignore[call-arg]
 
     @property
     def _llm_type(self) -> str:
