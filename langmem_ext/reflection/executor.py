@@ -120,6 +120,9 @@ class ReflectionExecutor:
         on_exit: at interpreter exit, ``"drain"`` pending reflections (within
             ``exit_timeout`` seconds) or ``"cancel"`` them.
         engine_config: config of engines built on a store.
+        workers: background threads (2): one stuck or slow model call holds
+            one of them, and a user with a reflection running waits behind
+            other users' due work.
 
     Raises:
         ConfigurationError: LangMem's remote form (``namespace``, ``url``,
@@ -141,6 +144,7 @@ class ReflectionExecutor:
         on_exit: Literal["drain", "cancel"] = "drain",
         exit_timeout: float = 10.0,
         engine_config: EngineConfig | None = None,
+        workers: int = 2,
         url: str | None = None,
         client: Any = None,
         sync_client: Any = None,
@@ -154,6 +158,9 @@ class ReflectionExecutor:
         if on_exit not in ("drain", "cancel"):
             raise ConfigurationError(f"on_exit must be 'drain' or 'cancel', got {on_exit!r}")
         _check_delay(delay)
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ConfigurationError(f"workers must be an integer >= 1, got {workers!r}")
+        self.workers = workers
         self.manager: Runnable | None = (
             cast(Runnable, reflector) if _is_manager(reflector) else None
         )
@@ -195,7 +202,7 @@ class ReflectionExecutor:
         # turn moved it, or aflush wants it now).
         self._wake: dict[tuple[Any, ...], asyncio.Event] = {}
         self._cancelling = False
-        self._worker: threading.Thread | None = None
+        self._workers: list[threading.Thread] = []
         self._closed = False
         self.failures: list[ReflectionFailure] = []
         self.results: deque[Any] = deque(maxlen=1000)
@@ -357,13 +364,18 @@ class ReflectionExecutor:
         jobs = [j for j in self._jobs.values() if j.mode == "thread" and j.key not in self._running]
         if not jobs:
             return None, None
-        job = min(jobs, key=lambda j: j.due)
+        # Fairness: a user whose reflection is already running waits behind
+        # other users' due work, so one user's slow or stuck call cannot
+        # starve everyone else of the other workers.
+        busy = {_owner(k) for k in self._running}
+        job = min(jobs, key=lambda j: (_owner(j.key) in busy, j.due))
         wait = job.due - time.monotonic()
         return (job, None) if wait <= 0 else (None, wait)
 
     def _work(self) -> None:
-        # One worker: reflections of one thread never overlap, and a slow model
-        # delays others rather than multiplying concurrent calls to it.
+        # A few workers: reflections of one thread never overlap (a job's key is
+        # running at most once), a stuck model call blocks one worker only, and
+        # a slow model is never called by more than ``workers`` threads at once.
         while True:
             with self._cv:
                 while True:
@@ -402,11 +414,15 @@ class ReflectionExecutor:
 
     def _ensure_worker(self) -> None:
         with self._cv:
-            if self._worker is None or not self._worker.is_alive():
-                self._worker = threading.Thread(
-                    target=self._work, name="langmem-ext-reflection", daemon=True
+            self._workers = [w for w in self._workers if w.is_alive()]
+            while len(self._workers) < self.workers:
+                worker = threading.Thread(
+                    target=self._work,
+                    name=f"langmem-ext-reflection-{len(self._workers)}",
+                    daemon=True,
                 )
-                self._worker.start()
+                self._workers.append(worker)
+                worker.start()
 
     @property
     def pending(self) -> int:
@@ -464,10 +480,10 @@ class ReflectionExecutor:
             self._closed = True
             self._cv.notify_all()
         drained = self._drain(deadline) if wait else not self._jobs
-        worker = self._worker
-        if wait and worker is not None:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            worker.join(left)
+        if wait:
+            for worker in self._workers:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                worker.join(left)
         atexit.unregister(self._atexit)
         return drained
 
@@ -687,6 +703,11 @@ class ReflectionExecutor:
         from .middleware import ReflectionMiddleware
 
         return ReflectionMiddleware(self)
+
+
+def _owner(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Whose reflection a job key is (everything but the thread id)."""
+    return key[:-1]
 
 
 def _check_delay(delay: Any) -> float:

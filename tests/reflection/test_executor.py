@@ -296,3 +296,27 @@ def test_shutdown_waits_at_most_its_timeout_in_all(engine, ctx):
         time.sleep(0.01)
     assert ex.shutdown(timeout=0.5) is False
     never.set()
+
+
+def test_one_users_stuck_call_does_not_stall_other_users(engine, ctx):
+    release = threading.Event()
+
+    def stuck(messages):
+        release.wait(30)
+        return []
+
+    def answer(messages):
+        return [("Has a dog", "context", 0.9)]
+
+    bob = MemoryContext("acme", user_id="bob")
+    model = ScriptedExtractionModel([stuck, answer])
+    ex = make_executor(model, engine)
+    ex.submit(turn(0), config_for(ctx))  # ada's call hangs
+    deadline = time.monotonic() + 30
+    while model.calls < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    done = ex.submit(turn(1), config_for(bob, "t2"))
+    done.result(timeout=30)  # bob's reflection ran beside ada's stuck one
+    assert contents(engine, bob) == ["Has a dog"]
+    release.set()
+    ex.shutdown(timeout=30)
