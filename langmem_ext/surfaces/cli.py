@@ -66,6 +66,72 @@ def demo(
     console.print(f"done in {time.perf_counter() - started:.1f} s")
 
 
+@app.command()
+def mcp(
+    db: Annotated[str, typer.Option(help="SQLite file or postgresql:// URL.")] = "memories.db",
+    transport: Annotated[str, typer.Option(help="stdio or http.")] = "stdio",
+    host: Annotated[str, typer.Option(help="HTTP address (keep 127.0.0.1 unless proxied).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(help="HTTP port.")] = 8000,
+    callers: Annotated[
+        Path | None,
+        typer.Option(
+            help="Callers JSON (bearer tokens → tenant, user); default: $LANGMEM_EXT_CALLERS."
+        ),
+    ] = None,
+    token: Annotated[
+        str | None, typer.Option(help="stdio: act as the caller of this token.")
+    ] = None,
+    user_id: Annotated[
+        str | None, typer.Option(help="stdio, or HTTP with --allow-anonymous: the one local user.")
+    ] = None,
+    allow_anonymous: Annotated[
+        bool,
+        typer.Option(help="HTTP: serve requests without a token as --user-id (one local user)."),
+    ] = False,
+    embed: Annotated[str, typer.Option(help="Embedder: local, none, or provider:model.")] = "local",
+) -> None:
+    """Serve the memory tools over MCP (stdio, or streamable HTTP on /mcp).
+
+    Example: langmem-ext mcp --db memories.db --transport http --callers callers.json
+    """
+    from ..engine import MemoryContext
+    from .callers import Callers
+    from .dbopen import open_store
+    from .mcp import create_mcp_server
+
+    if transport not in ("stdio", "http"):
+        raise typer.BadParameter(f"transport must be stdio or http, got {transport!r}")
+    try:
+        anonymous_http = transport == "http" and allow_anonymous and callers is None
+        needs_callers = callers is not None or token is not None or transport == "http"
+        known = Callers.load(callers) if needs_callers and not anonymous_http else None
+        caller = None
+        if token is not None:
+            caller = known.authenticate(f"Bearer {token}")  # type: ignore[union-attr]
+        elif user_id is not None:
+            caller = MemoryContext(user_id=user_id)
+        if transport == "http" and allow_anonymous and caller is None:
+            raise typer.BadParameter("--allow-anonymous needs --user-id (the one local user)")
+        if transport == "stdio" and caller is None:
+            raise typer.BadParameter("stdio needs --token or --user-id: who is the caller?")
+        with open_store(db, embed=None if embed == "none" else embed) as store:
+            server = create_mcp_server(
+                store,
+                callers=known,
+                caller=caller,
+                allow_anonymous=allow_anonymous,
+                url=f"http://{host}:{port}",
+            )
+            if transport == "stdio":
+                server.run_stdio()
+            else:
+                server.run_http(host, port)
+    except LangmemError as e:
+        raise typer.BadParameter(str(e)) from e
+
+
 bench_app = typer.Typer(help="Benchmarks you can rerun on your machine.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 

@@ -1,0 +1,39 @@
+"""Open the store a command works on: a SQLite file, or a PostgreSQL URL.
+
+Example:
+    >>> with open_store(":memory:", embed=None) as store:
+    ...     type(store).__name__
+    'SQLiteStore'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from langgraph.store.base import BaseStore
+
+__all__ = ["open_store"]
+
+
+@contextmanager
+def open_store(db: str, *, embed: str | None = "local") -> Iterator[BaseStore]:
+    """The store at ``db`` (``postgresql://...`` → PostgresStore, else a SQLite
+    file), set up and closed afterwards; ``embed=None``: keyword search only."""
+    index: Any = {"embed": embed, "fields": ["content"]} if embed else None
+    if db.startswith(("postgresql://", "postgres://")):
+        from ..stores import PostgresStore
+
+        with PostgresStore.from_conn_string(db, index=index) as store:
+            store.setup()
+            yield store
+        return
+    from ..stores import SQLiteStore
+
+    store = SQLiteStore(db, index=index)
+    try:
+        store.setup()
+        yield store
+    finally:
+        store.close()

@@ -1,0 +1,185 @@
+"""The memory tools over MCP: ``langmem-ext mcp``.
+
+An MCP server, on the official ``mcp`` SDK, that serves the memory tool set
+(``memory_store_fact``, ``memory_store_episode``, ``memory_store_rule``,
+``memory_search``, ``memory_recall``, ``memory_get``, ``memory_confirm``,
+``memory_mark_helpful``, ``memory_mark_harmful``, ``memory_forget``,
+``memory_stats``, ``memory_context``) and the LangMem-style ``manage_memory``
+and ``search_memory``, over any store, on stdio or streamable HTTP.
+
+Who is calling decides whose memories a call touches, never the arguments:
+
+* **HTTP** (127.0.0.1 by default): every request carries ``Authorization:
+  Bearer <token>``; the token maps to a caller (tenant, user, permissions) in a
+  callers file (:mod:`.callers`), checked by the SDK's token verifier. A
+  request without a valid token gets HTTP 401. Only ``allow_anonymous=True``
+  (for a single local user) serves requests without a token, as that user.
+* **stdio** (a local client starts the server): the caller is configured when
+  the server starts (``--token`` from the callers file, or ``--user-id`` in the
+  single-tenant default).
+
+A non-admin caller naming a tenant in a tool's ``tenant_id`` argument gets a
+``TENANT_FORBIDDEN`` error; admins cross tenants only when elevated.
+
+Example:
+    >>> from langmem_ext import SQLiteStore
+    >>> from langmem_ext.engine import MemoryContext
+    >>> server = create_mcp_server(SQLiteStore(), caller=MemoryContext(user_id="ada"))
+    >>> sorted(server.tool_names)[:3]
+    ['manage_memory', 'memory_confirm', 'memory_context']
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.tools import BaseTool
+from langgraph.store.base import BaseStore
+
+from ..engine import MemoryContext, MemoryEngine
+from ..errors import ConfigurationError
+from .callers import AuthenticationError, Callers
+from .memory_tools import create_memory_tools
+from .tools import create_manage_memory_tool, create_search_memory_tool
+
+__all__ = ["MemoryMCPServer", "create_mcp_server"]
+
+
+class MemoryMCPServer:
+    """The MCP server and how to run it (see :func:`create_mcp_server`)."""
+
+    def __init__(
+        self, server: Any, tool_names: list[str], url: str | None, state: dict[str, Any]
+    ) -> None:
+        self.server = server
+        self.tool_names = tool_names
+        self.url = url
+        self._state = state
+
+    def run_stdio(self) -> None:
+        """Serve on stdin/stdout until the client closes them, as the configured
+        caller (a stdio server is started by its one local client)."""
+        self._state["stdio"] = True
+        self.server.run("stdio")
+
+    def http_app(self) -> Any:
+        """The streamable-HTTP ASGI app (path ``/mcp``)."""
+        return self.server.streamable_http_app(streamable_http_path="/mcp")
+
+    def run_http(self, host: str = "127.0.0.1", port: int = 8000) -> None:
+        """Serve streamable HTTP on ``host:port`` (``/mcp``) until interrupted."""
+        import uvicorn
+
+        uvicorn.run(self.http_app(), host=host, port=port, log_level="warning")
+
+
+def create_mcp_server(
+    store: BaseStore,
+    *,
+    callers: Callers | None = None,
+    caller: MemoryContext | None = None,
+    allow_anonymous: bool = False,
+    url: str = "http://127.0.0.1:8000",
+    namespace: Any = None,
+) -> MemoryMCPServer:
+    """An MCP server for the memory tools over ``store``.
+
+    Args:
+        store: any ``BaseStore`` (``SQLiteStore``, ``PostgresStore``…).
+        callers: bearer tokens → callers, for HTTP (every request authenticated).
+        caller: the one caller of a stdio server, or of an HTTP server started
+            with ``allow_anonymous`` (requests without a token act as it).
+        allow_anonymous: serve HTTP requests without a token, as ``caller``
+            (a single local user only; never on a shared address).
+        url: the server's own address (announced to OAuth-aware clients).
+        namespace: the user-space template, as for the memory tools.
+
+    Raises:
+        ConfigurationError: neither ``callers`` nor ``caller`` is given.
+    """
+    from mcp.server.auth.provider import AccessToken
+    from mcp.server.auth.settings import AuthSettings
+    from mcp.server.mcpserver import MCPServer
+
+    if callers is None and caller is None:
+        raise ConfigurationError(
+            "an MCP server needs its callers: pass callers=Callers.load(...) (bearer tokens) "
+            "or caller=MemoryContext(...) (one local user)"
+        )
+
+    class _Verifier:
+        async def verify_token(self, token: str) -> AccessToken | None:
+            try:
+                ctx = callers.authenticate(f"Bearer {token}")  # type: ignore[union-attr]
+            except AuthenticationError:
+                return None
+            return AccessToken(token=token, client_id=ctx.actor or "caller", scopes=[])
+
+    authenticated = callers is not None and not allow_anonymous
+    state: dict[str, Any] = {"stdio": False}
+    kwargs: dict[str, Any] = {}
+    if authenticated:
+        kwargs["token_verifier"] = _Verifier()
+        # Tokens are opaque keys of the callers file, issued for this server only.
+        kwargs["auth"] = AuthSettings(
+            issuer_url=url, resource_server_url=f"{url}/mcp", validate_token_resource=False
+        )
+    server = MCPServer(
+        "langmem-ext",
+        instructions="Long-term memory: store, search and recall facts, episodes and rules.",
+        **kwargs,
+    )
+
+    def who() -> MemoryContext:
+        from mcp.server.auth.middleware.auth_context import get_access_token
+
+        token = get_access_token()
+        if token is not None and callers is not None:
+            return callers.authenticate(f"Bearer {token.token}")
+        if caller is not None and (allow_anonymous or not authenticated or state["stdio"]):
+            return caller
+        raise AuthenticationError("missing bearer token; send 'Authorization: Bearer <token>'")
+
+    engine = MemoryEngine(store, namespace=namespace)
+    tools: list[BaseTool] = [
+        *create_memory_tools(engine),
+        create_manage_memory_tool(namespace, store=store),
+        create_search_memory_tool(namespace, store=store),
+    ]
+    for tool in tools:
+        server.add_tool(_mcp_function(tool, who), name=tool.name, description=tool.description)
+    return MemoryMCPServer(server, [t.name for t in tools], url, state)
+
+
+def _mcp_function(tool: BaseTool, who: Callable[[], MemoryContext]) -> Callable[..., Any]:
+    """An async function with the LangChain tool's arguments (the MCP SDK builds
+    the input schema from the signature) that runs the tool as the caller."""
+    schema: Any = tool.args_schema
+    params = []
+    annotations: dict[str, Any] = {}
+    for name, field in schema.model_fields.items():
+        if name == "config":
+            continue
+        default = inspect.Parameter.empty if field.is_required() else field.default
+        params.append(
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=field.annotation
+            )
+        )
+        annotations[name] = field.annotation
+
+    async def call(**kwargs: Any) -> str:
+        config = {"configurable": {"memory_context": who()}}
+        args = {k: v for k, v in kwargs.items() if v is not None or k in _KEEP_NONE}
+        out = await tool.ainvoke(args, config)
+        return out if isinstance(out, str) else str(out)
+
+    call.__name__ = tool.name
+    call.__signature__ = inspect.Signature(params, return_annotation=str)  # type: ignore[attr-defined]
+    call.__annotations__ = {**annotations, "return": str}
+    return call
+
+
+_KEEP_NONE: frozenset[str] = frozenset()
