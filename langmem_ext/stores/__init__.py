@@ -8,6 +8,7 @@ Example:
 
 from ._base import HybridStore, supports_hybrid
 from ._filters import OPERATORS, normalize_filter
+from ._metrics import StoreMetrics, instrument_stores
 from ._ops import SEARCH_MODES, HybridSearchOp, SearchMode
 from .embeddings import CachedEmbeddings, IndexConfig, LocalEmbeddings
 from .postgres import AsyncPostgresStore, PostgresStore, VectorIndexConfig
@@ -25,7 +26,9 @@ __all__ = [
     "PostgresStore",
     "SQLiteStore",
     "SearchMode",
+    "StoreMetrics",
     "VectorIndexConfig",
+    "instrument_stores",
     "normalize_filter",
     "supports_hybrid",
 ]

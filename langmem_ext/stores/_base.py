@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import logging
 import threading
 from collections.abc import Iterable
@@ -26,6 +27,7 @@ from langgraph.store.base import BaseStore, Op, SearchItem, TTLConfig
 from .._langgraph import ensure_refresh, validate_labels
 from ..errors import ConfigurationError
 from ._filters import normalize_filter
+from ._metrics import op_name, shared_metrics
 from ._ops import SEARCH_MODES, HybridSearchOp, PreparedPut, SearchMode, prepare_ops, prepare_put
 from .embeddings import IndexInput, resolve_index
 
@@ -67,6 +69,15 @@ class HybridStore(BaseStore):
     supports_ttl: bool = True
     #: Accepts :class:`HybridSearchOp` and the full filter language.
     supports_hybrid: bool = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Every backend's batch/abatch is measured (store.* metrics) without the
+        # backends knowing: wrapped once, where the subclass defines them.
+        super().__init_subclass__(**kwargs)
+        if "batch" in cls.__dict__:
+            cls.batch = _measured(cls.__dict__["batch"])  # type: ignore[method-assign]
+        if "abatch" in cls.__dict__:
+            cls.abatch = _ameasured(cls.__dict__["abatch"])  # type: ignore[method-assign]
 
     ttl_config: TTLConfig | None
     search_mode: SearchMode
@@ -256,3 +267,29 @@ class HybridStore(BaseStore):
         if stopped:
             self._sweeper = None
         return stopped
+
+
+def _measured(batch: Any) -> Any:
+    @functools.wraps(batch)
+    def measured(self: BaseStore, ops: Iterable[Op]) -> list[Any]:
+        ops = list(ops)
+        metrics = shared_metrics()
+        with metrics.measure(type(self).__name__, [op_name(op) for op in ops]):
+            results = batch(self, ops)
+        metrics.searched(type(self).__name__, ops, results)
+        return results  # type: ignore[no-any-return]
+
+    return measured
+
+
+def _ameasured(abatch: Any) -> Any:
+    @functools.wraps(abatch)
+    async def measured(self: BaseStore, ops: Iterable[Op]) -> list[Any]:
+        ops = list(ops)
+        metrics = shared_metrics()
+        with metrics.measure(type(self).__name__, [op_name(op) for op in ops]):
+            results = await abatch(self, ops)
+        metrics.searched(type(self).__name__, ops, results)
+        return results  # type: ignore[no-any-return]
+
+    return measured

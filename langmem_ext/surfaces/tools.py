@@ -429,7 +429,7 @@ def create_search_memory_tool(
             op = HybridSearchOp(ns, filter, limit, offset, query, True, search_mode)
         else:
             op = SearchOp(ns, filter, limit, offset, query, True)
-        return engine, _search(op, response_format)
+        return engine, _search(op, response_format, engine.metrics, name)
 
     def search_memory(
         query: str | None = None,
@@ -506,9 +506,10 @@ def _shown(item: Any) -> dict[str, Any]:
     return out
 
 
-def _search(op: Any, response_format: str) -> Any:
+def _search(op: Any, response_format: str, metrics: Any, name: str) -> Any:
     """The search tool's one body: one store search, rendered as LangMem does."""
     [items] = yield Batch([op])
+    metrics.search_results(name, ["user"], ["user"] * len(items))
     content = dumps([_shown(item) for item in items])
     return (content, items) if response_format == "content_and_artifact" else content
 
