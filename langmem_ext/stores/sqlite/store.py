@@ -351,8 +351,11 @@ class SQLiteStore(HybridStore):
                 "AND c.hash = json_extract(j.value, '$[2]')",
                 [json.dumps([[m, k, h.hex()] for m, k, h in keys])],
             ).fetchall()
+        # Blobs of a length no vector has are skipped: the text is embedded again.
         return {
-            (m, k, bytes.fromhex(h)): np.frombuffer(e, dtype="<f4").tolist() for m, k, h, e in rows
+            (m, k, bytes.fromhex(h)): np.frombuffer(e, dtype="<f4")
+            for m, k, h, e in rows
+            if isinstance(e, bytes) and len(e) % 4 == 0
         }
 
     def _cache_put(self, entries: dict[tuple[str, str, bytes], np.ndarray]) -> None:
