@@ -42,7 +42,7 @@ __all__ = ["FLUSH", "TIER", "flush", "log_changes", "segment_dir", "sync"]
 
 logger = logging.getLogger("langmem_ext.stores.sqlite")
 
-FLUSH = 16_384
+FLUSH = 8_192
 """Logged items that make the delta a segment."""
 TIER = 4
 """Segments of one size tier merged into one of the next."""
@@ -63,10 +63,10 @@ def _meta(conn: sqlite3.Connection) -> dict[str, Any]:
 def log_changes(conn: sqlite3.Connection, gen: int, item_ids: Iterable[int]) -> int:
     """Record that the vectors of ``item_ids`` changed at ``gen``; returns the
     log size (items since the newest segment), in the caller's transaction."""
-    rows = [(gen, i) for i in item_ids]
-    if rows:
-        conn.executemany("INSERT INTO vector_log (gen, item_id) VALUES (?, ?)", rows)
-        conn.execute("UPDATE meta SET value = value + ? WHERE key = 'log_size'", [len(rows)])
+    ids = list(item_ids)
+    if ids:
+        conn.execute("INSERT INTO vector_log (gen, item_ids) VALUES (?, ?)", [gen, json.dumps(ids)])
+        conn.execute("UPDATE meta SET value = value + ? WHERE key = 'log_size'", [len(ids)])
     return int(conn.execute("SELECT value FROM meta WHERE key = 'log_size'").fetchone()[0])
 
 
@@ -79,18 +79,23 @@ def _read_vectors(
     if item_ids is not None:
         sql += " WHERE v.item_id IN (SELECT value FROM json_each(?))"
         params.append(json.dumps(item_ids))
-    out: dict[int, tuple[str, list[bytes]]] = {}
+    ids: list[int] = []
+    prefixes: list[str] = []
+    blobs: list[bytes] = []
     for prefix, item_id, blob in conn.execute(sql + " ORDER BY v.item_id, v.field", params):
-        if len(blob) != 4 * dims:
-            continue
-        entry = out.get(item_id)
-        if entry is None:
-            out[item_id] = (prefix, [blob])
-        else:
-            entry[1].append(blob)
+        if len(blob) == 4 * dims:
+            ids.append(item_id)
+            prefixes.append(prefix)
+            blobs.append(blob)
+    if not ids:
+        return {}
+    unit = normalize_rows(np.frombuffer(b"".join(blobs), "<f4").reshape(len(blobs), dims))
+    # Rows of one item (one per field) are adjacent: split at item boundaries.
+    id_arr = np.asarray(ids, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate([[True], id_arr[1:] != id_arr[:-1]]))
+    ends = [*starts[1:].tolist(), len(ids)]
     return {
-        i: (key_of(p), normalize_rows(np.frombuffer(b"".join(bs), "<f4").reshape(len(bs), dims)))
-        for i, (p, bs) in out.items()
+        ids[a]: (key_of(prefixes[a]), unit[a:b]) for a, b in zip(starts.tolist(), ends, strict=True)
     }
 
 
@@ -147,25 +152,23 @@ def sync(
     else:
         segments = None
         since = vix.generation
-    changed = [
-        r[0]
-        for r in conn.execute(
-            "SELECT DISTINCT item_id FROM vector_log WHERE gen > ? AND gen <= ?", [since, gen]
+    changed = list(
+        dict.fromkeys(
+            i
+            for (ids,) in conn.execute(
+                "SELECT item_ids FROM vector_log WHERE gen > ? AND gen <= ? ORDER BY gen",
+                [since, gen],
+            )
+            for i in json.loads(ids)
         )
-    ]
+    )
     current = _read_vectors(conn, changed, vix.dims) if changed else {}
-    for item_id in changed:
-        if item_id in current:
-            key, unit = current[item_id]
-            vix.delta.put(key, item_id, unit)
-        else:
-            vix.delta.remove(item_id)
+    changes = {i: current.get(i) for i in changed}
     if segments is not None:
+        vix.delta.apply(changes)
         vix.set_segments(segments)
     else:
-        ids = np.asarray(changed, dtype=np.int64)
-        for seg in vix.segments:
-            seg.mask_items(ids)
+        vix.apply(changes, prepared=True)
     vix.generation = gen
     return None
 
@@ -292,7 +295,9 @@ def _publish(
             )
             conn.execute("UPDATE meta SET value = ? WHERE key = 'segment_gen'", [gen])
             conn.execute("DELETE FROM vector_log WHERE gen <= ?", [gen])
-            left = conn.execute("SELECT count(*) FROM vector_log").fetchone()[0]
+            left = sum(
+                len(json.loads(ids)) for (ids,) in conn.execute("SELECT item_ids FROM vector_log")
+            )
             conn.execute("UPDATE meta SET value = ? WHERE key = 'log_size'", [left])
     if not ok:
         for p in written:

@@ -61,10 +61,9 @@ MIGRATIONS: list[list[str]] = [
         # database (derived data, rebuilt from `vectors` when missing); the log
         # names the items whose vectors changed since the newest segment.
         """CREATE TABLE vector_log (
-            gen INTEGER NOT NULL,           -- meta.generation of the write
-            item_id INTEGER NOT NULL
+            gen INTEGER PRIMARY KEY,        -- meta.generation of the write
+            item_ids TEXT NOT NULL          -- JSON list of the items it changed
         )""",
-        "CREATE INDEX vector_log_gen ON vector_log (gen)",
         "INSERT INTO meta (key, value) VALUES ('segments', '[]')",
         "INSERT INTO meta (key, value) VALUES ('log_size', 0)",
         "INSERT INTO meta (key, value) VALUES ('store_id', lower(hex(randomblob(8))))",

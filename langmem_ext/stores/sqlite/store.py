@@ -339,10 +339,9 @@ class SQLiteStore(HybridStore):
         vix = self._vectors
         if vix is None or vix.generation != before:
             return  # not loaded yet, or another process wrote meanwhile: synced on next search
-        for item_id in dropped:
-            vix.remove(item_id)
-        for item_id, (prefix, vecs) in cache.items():
-            vix.put(prefix, item_id, vecs)
+        changes: dict[int, Any] = dict.fromkeys(dropped)
+        changes.update(cache)
+        vix.apply(changes)
         vix.generation = after
 
     # -- TTL ---------------------------------------------------------------------
