@@ -137,7 +137,8 @@ class Ranking:
         self._lo = self._hi = 0.0
         if mode == "hybrid" and vec is not None:
             self._lo, self._hi = self._cosine_range(vec)
-        self.upper = np.concatenate([self._fused(vec.upper) if vec else [], self._extra])
+        fused = self._fused(vec.upper) if vec is not None else np.empty(0)
+        self.upper = np.concatenate([fused, self._extra]) if len(self._extra) else fused
 
     @staticmethod
     def _cosine_range(vec: object) -> tuple[float, float]:

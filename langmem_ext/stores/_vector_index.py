@@ -408,10 +408,12 @@ class ScopeScores:
 
     def __init__(self, q: np.ndarray) -> None:
         self._q = q
-        self._parts: list[tuple[Segment, np.ndarray]] = []  # (segment, first row of each item)
+        # Per part: the segment, and the first row of each item (None: rows a..b).
+        self._parts: list[tuple[Segment, np.ndarray | None, int]] = []
         self._ends: list[int] = []
-        ids, lower, upper = [], [], []
-        self._ids, self._lower, self._upper = ids, lower, upper
+        self._ids: list[np.ndarray] = []
+        self._mid: list[np.ndarray] = []
+        self._radius: list[np.ndarray] = []
 
     def add(
         self, seg: Segment, a: int, b: int, qcode: np.ndarray, qscale: float, qerr: float
@@ -419,30 +421,36 @@ class ScopeScores:
         if b <= a:
             return
         ids = seg.ids[a:b]
-        live = ~seg.dead[a:b]
+        dead = seg.dead[a:b]
         if b - a <= EXACT_ROWS:
-            lo = hi = f32_dots(seg.unit[a:b], self._q)
+            mid = f32_dots(seg.unit[a:b], self._q)
+            radius = np.zeros(b - a)
         else:
-            approx = int8_dots(seg.codes[a:b], qcode) * (seg.scale[a:b] * qscale)
-            bound = seg.err[a:b] + qerr * (1.0 + seg.err[a:b]) + FP_SLACK
-            lo, hi = approx - bound, approx + bound
-        rows = np.arange(a, b)
+            mid = int8_dots(seg.codes[a:b], qcode)
+            mid *= seg.scale[a:b] * qscale
+            err = seg.err[a:b].astype(np.float64)
+            radius = err * (1.0 + qerr) + (qerr + FP_SLACK)
+        rows: np.ndarray | None = None
         if seg.multi:
             # Several rows per item (one per field): the item scores as its best.
             starts = np.flatnonzero(np.concatenate([[True], ids[1:] != ids[:-1]]))
-            live = np.maximum.reduceat(live, starts)
-            lo = np.maximum.reduceat(np.where(~seg.dead[a:b], lo, -np.inf), starts)
-            hi = np.maximum.reduceat(np.where(~seg.dead[a:b], hi, -np.inf), starts)
-            ids, rows = ids[starts], rows[starts]
-        if not live.all():
-            ids, rows, lo, hi = ids[live], rows[live], lo[live], hi[live]
+            # (Dead rows get -2, below any cosine; an item is dead when all its rows are.)
+            hi = np.maximum.reduceat(np.where(dead, -2.0, mid + radius), starts)
+            lo = np.maximum.reduceat(np.where(dead, -2.0, mid - radius), starts)
+            dead = np.minimum.reduceat(dead, starts)
+            mid, radius = (hi + lo) / 2, (hi - lo) / 2
+            ids, rows = ids[starts], a + starts
+        if dead.any():
+            keep = np.flatnonzero(~dead)
+            rows = (a + keep) if rows is None else rows[keep]
+            ids, mid, radius = ids[keep], mid[keep], radius[keep]
         if not len(ids):
             return
-        self._parts.append((seg, rows))
+        self._parts.append((seg, rows, a))
         self._ends.append((self._ends[-1] if self._ends else 0) + len(ids))
         self._ids.append(ids)
-        self._lower.append(lo)
-        self._upper.append(hi)
+        self._mid.append(mid)
+        self._radius.append(radius)
 
     def finish(self) -> ScopeScores:
         def cat(xs: list[np.ndarray], dtype: Any) -> np.ndarray:
@@ -451,9 +459,14 @@ class ScopeScores:
             return xs[0] if len(xs) == 1 else np.concatenate(xs)
 
         self.ids = cat(self._ids, np.int64)
-        self.lower = cat(self._lower, np.float64)
-        self.upper = cat(self._upper, np.float64)
+        self._mid_all = cat(self._mid, np.float64)
+        self._radius_all = cat(self._radius, np.float64)
+        self.upper = self._mid_all + self._radius_all
         return self
+
+    @property
+    def lower(self) -> np.ndarray:
+        return self._mid_all - self._radius_all
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -466,10 +479,10 @@ class ScopeScores:
             return out
         part = np.searchsorted(np.asarray(self._ends), pos, side="right")
         for j in np.unique(part):
-            seg, rows = self._parts[j]
+            seg, rows, a = self._parts[j]
             sel = np.flatnonzero(part == j)
             local = pos[sel] - (self._ends[j - 1] if j else 0)
-            first = rows[local]
+            first = a + local if rows is None else rows[local]
             if not seg.multi:
                 out[sel] = f32_dots(seg.unit[first], self._q)
                 continue
@@ -478,7 +491,8 @@ class ScopeScores:
                 end = r
                 while end < len(seg.ids) and seg.ids[end] == item:
                     end += 1
-                out[s] = float(f32_dots(seg.unit[r:end], self._q).max())
+                live = ~seg.dead[r:end]
+                out[s] = float(f32_dots(seg.unit[r:end][live], self._q).max())
         return out
 
 

@@ -203,7 +203,7 @@ def _walk(
             order = np.flatnonzero(open_)
         else:
             bounds = np.where(open_, upper, -np.inf) if left < n else upper
-            order = np.argpartition(-bounds, chunk)[:chunk]
+            order = np.argpartition(bounds, n - chunk)[n - chunk :]
         open_[order] = False
         left -= len(order)
         scores = ranking.exact(order)

@@ -137,6 +137,7 @@ class SQLiteStore(HybridStore):
                 self._conn = None
             if self._vectors is not None:
                 self._vectors.clear()
+            self._memory_segments.clear()  # an in-memory database is gone with its connection
 
     async def aclose(self) -> None:
         """Async :meth:`close`."""
