@@ -267,11 +267,17 @@ class Segment:
         k = np.concatenate(key_idx) if key_idx else np.empty(0, np.int64)
         i = np.concatenate(ids) if ids else np.empty(0, np.int64)
         order = np.lexsort((i, k))
+        where = np.empty_like(order)
+        where[order] = np.arange(len(order))  # output position of each input row
+        starts = np.cumsum([0, *(len(rows) for rows in keep)])
 
         def gather(attr: str) -> np.ndarray:
-            return np.concatenate(
-                [getattr(p, attr)[rows] for p, rows in zip(parts, keep, strict=True)]
-            )[order]
+            # Scattered part by part: the merged arrays exist once, never twice.
+            first = getattr(parts[0], attr)
+            out = np.empty((len(order), *first.shape[1:]), dtype=first.dtype)
+            for p, rows, a, b in zip(parts, keep, starts[:-1], starts[1:], strict=True):
+                out[where[a:b]] = getattr(p, attr)[rows]
+            return out
 
         k = k[order]
         counts = np.bincount(k, minlength=len(all_keys))

@@ -35,7 +35,6 @@ from typing import Any
 
 import numpy as np
 
-from .._ops import decode_namespace
 from .._vector_index import Segment, VectorIndex, key_of, normalize_rows
 
 __all__ = ["FLUSH", "TIER", "flush", "log_changes", "segment_dir", "sync"]
@@ -336,7 +335,3 @@ def _retire(segdir: Path | None, memory: dict[str, Segment], keep: set[str]) -> 
                 p.unlink()
         except OSError:
             pass
-
-
-def namespace_of(key: str) -> tuple[str, ...]:
-    return decode_namespace(key.replace("\x00", "."))
