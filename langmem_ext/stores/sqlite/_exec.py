@@ -262,7 +262,8 @@ def apply_puts(
 ) -> tuple[dict[int, tuple[str, np.ndarray]], list[int]]:
     """Write a batch of puts. ``vectors[i]`` holds the vectors of ``puts[i]``.
 
-    Returns the vectors to cache per item id and the ids deleted or unindexed.
+    Returns the vectors to cache per item id and the ids whose vectors were
+    dropped (deleted or re-put without vectors).
     """
     keys = [[encode_namespace(p.namespace), p.key] for p in puts]
     existing = {
@@ -276,7 +277,6 @@ def apply_puts(
     seq_row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'items'").fetchone()
     next_id = (seq_row[0] if seq_row else 0) + 1
     deleted: list[int] = []
-    unindexed: list[int] = []
     updates, inserts, vec_rows, fts_rows = [], [], [], []
     cache: dict[int, tuple[str, np.ndarray]] = {}
     for i, (p, (prefix, key)) in enumerate(zip(puts, keys, strict=True)):
@@ -297,15 +297,15 @@ def apply_puts(
             for (label, _), row in zip(p.fields, vecs, strict=True):
                 vec_rows.append((item_id, label, row.astype("<f4").tobytes()))
             cache[item_id] = (prefix, vecs)
-        elif old is not None:
-            unindexed.append(old)
         if p.keyword_text or p.context_text:
             fts_rows.append(
                 (item_id, p.keyword_text or "", p.context_text or "", ns_tokens(prefix))
             )
     # A re-put replaces every index entry of the item: no stale vector or words.
     stale = [(x,) for x in deleted] + [(u[-1],) for u in updates]
+    dropped: list[int] = []
     if stale:
+        dropped = _with_vectors(conn, [x for (x,) in stale if x not in cache])
         conn.executemany("DELETE FROM vectors WHERE item_id = ?", stale)
         conn.executemany("DELETE FROM items_fts WHERE rowid = ?", stale)
     if deleted:
@@ -331,20 +331,36 @@ def apply_puts(
         conn.executemany(
             "INSERT INTO items_fts (rowid, text, context, ns) VALUES (?, ?, ?, ?)", fts_rows
         )
-    return cache, deleted + unindexed
+    return cache, dropped
 
 
-def sweep_expired(conn: sqlite3.Connection, now: float) -> list[int]:
-    """Delete expired items with their index entries; returns their ids."""
+def _with_vectors(conn: sqlite3.Connection, ids: list[int]) -> list[int]:
+    """Which of ``ids`` have vectors (only those concern the vector index)."""
+    if not ids:
+        return []
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT DISTINCT item_id FROM vectors WHERE item_id IN "
+            "(SELECT value FROM json_each(?))",
+            [json.dumps(ids)],
+        )
+    ]
+
+
+def sweep_expired(conn: sqlite3.Connection, now: float) -> tuple[int, list[int]]:
+    """Delete expired items with their index entries; returns how many, and
+    the ids of those that had vectors."""
     ids = [
         r[0]
         for r in conn.execute(
             "SELECT id FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?", [now]
         )
     ]
+    with_vectors = _with_vectors(conn, ids)
     if ids:
         rows = [(x,) for x in ids]
         conn.executemany("DELETE FROM vectors WHERE item_id = ?", rows)
         conn.executemany("DELETE FROM items_fts WHERE rowid = ?", rows)
         conn.executemany("DELETE FROM items WHERE id = ?", rows)
-    return ids
+    return len(ids), with_vectors

@@ -357,13 +357,13 @@ class SQLiteStore(HybridStore):
         with self._lock:
             with self._txn(immediate=True) as conn:
                 before = _exec.generation(conn)
-                ids = _exec.sweep_expired(conn, time.time())
-                after = _exec.bump_generation(conn) if ids else before
+                n, ids = _exec.sweep_expired(conn, time.time())
+                after = _exec.bump_generation(conn) if n else before
                 log_size = _vectors.log_changes(conn, after, ids)
-            if ids:
+            if n:
                 self._apply_to_cache(before, after, {}, ids)
                 self._maybe_flush(log_size)
-        return len(ids)
+        return n
 
     async def asweep_ttl(self) -> int:
         """Async :meth:`sweep_ttl`."""
