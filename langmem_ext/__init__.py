@@ -23,6 +23,13 @@ from .errors import (
     StoreError,
     TenantAccessError,
 )
+from .reflection import (
+    MemoryPrompt,
+    ReflectionExecutor,
+    create_memory_manager,
+    create_memory_store_manager,
+    create_thread_extractor,
+)
 from .stores import (
     AsyncPostgresStore,
     CachedEmbeddings,
@@ -41,6 +48,7 @@ from .surfaces import (
     create_search_memory_tool,
 )
 from .surfaces.memory_tools import create_memory_tools
+from .surfaces.searcher import create_memory_searcher
 
 __version__ = "0.1.0"
 
@@ -63,18 +71,24 @@ __all__ = [
     "MemoryContext",
     "MemoryEngine",
     "MemoryNotFoundError",
+    "MemoryPrompt",
     "MemoryToolError",
     "MissingIdentifierError",
     "NamespaceTemplate",
     "PostgresStore",
     "ProviderError",
     "RateLimitedError",
+    "ReflectionExecutor",
     "SQLiteStore",
     "StoreError",
     "TenantAccessError",
     "VectorIndexConfig",
     "__version__",
     "create_manage_memory_tool",
+    "create_memory_manager",
+    "create_memory_searcher",
+    "create_memory_store_manager",
     "create_memory_tools",
     "create_search_memory_tool",
+    "create_thread_extractor",
 ]

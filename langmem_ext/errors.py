@@ -26,6 +26,7 @@ __all__ = [
     "EmbeddingDimensionError",
     "ExtractionError",
     "FactNotFoundError",
+    "IdentityError",
     "InvalidEmbeddingError",
     "InvalidLayerError",
     "InvalidMemoryTypeError",
@@ -191,6 +192,15 @@ class TenantAccessError(LangmemError, PermissionError):
     admins cross tenants only with an explicit elevation."""
 
     code = "TENANT_FORBIDDEN"
+
+
+class IdentityError(TenantAccessError):
+    """Under authentication, the config asked to act as someone the caller is not:
+    a ``user_id`` other than the authenticated user's, or a shared-layer
+    identifier (``org_id``, ``project_id``…) the authenticated user was not
+    granted. Identity comes from the authentication, never from the request."""
+
+    code = "IDENTITY_FORBIDDEN"
 
 
 def lookup(code: str) -> type[LangmemError]:

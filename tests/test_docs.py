@@ -13,47 +13,49 @@ from typer.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parents[1]
 
-MODULES = [
-    "langmem_ext",
-    "langmem_ext.errors",
-    "langmem_ext.stores._filters",
-    "langmem_ext.stores._hybrid",
-    "langmem_ext.stores._vector_index",
-    "langmem_ext.stores._base",
-    "langmem_ext.stores.embeddings",
-    "langmem_ext.stores.embeddings.cache",
-    "langmem_ext.stores.embeddings.local",
-    "langmem_ext.stores.sqlite.store",
-    "langmem_ext.surfaces.demo",
-    "langmem_ext.surfaces.namespaces",
-    "langmem_ext.surfaces.tools",
-    "langmem_ext.surfaces.compartments",
-    "langmem_ext.surfaces.memory_tools",
-    "langmem_ext.engine",
-    "langmem_ext.engine.engine",
-    "langmem_ext.engine.policy",
-    "langmem_ext.engine.models",
-    "langmem_ext.engine.layers",
-    "langmem_ext.engine.tenancy",
-    "langmem_ext.engine.scoring",
-    "langmem_ext.engine.metrics",
-    "langmem_ext.engine.profile",
-    "langmem_ext.reflection",
-    "langmem_ext.reflection.tokens",
-    "langmem_ext.reflection.extract",
-    "langmem_ext.reflection.context",
-    "langmem_ext.reflection.executor",
-    "langmem_ext.reflection.middleware",
-    "langmem_ext.testing.chat",
-    "langmem_ext.bench.locomo_data",
-]
+
+def _all_modules() -> list[str]:
+    # Every module of the package (sqlite-utils-style: the real surface, not a
+    # hand-kept list); bench/ and testing/ need optional extras or servers.
+    import pkgutil
+
+    import langmem_ext
+
+    names = ["langmem_ext"]
+    for info in pkgutil.walk_packages(langmem_ext.__path__, "langmem_ext."):
+        if info.name.endswith("__main__"):
+            continue
+        names.append(info.name)
+    return names
+
+
+MODULES = _all_modules()
+#: Modules that may have no example (internal plumbing, or needing a server).
+NO_EXAMPLE_NEEDED = {
+    "langmem_ext.__main__",
+    "langmem_ext.bench",
+    "langmem_ext.bench.locomo",
+    "langmem_ext.bench.store_speed",
+    "langmem_ext.surfaces.cli",  # its commands are run by test_cli_* below
+    "langmem_ext.testing",
+    "langmem_ext.testing.postgres",  # starts a server
+    "langmem_ext.stores.postgres",  # needs a server: its examples are shown, not run
+    "langmem_ext.stores.postgres.store",
+    "langmem_ext.stores.postgres.store_async",
+    "langmem_ext.stores.sqlite",
+    "langmem_ext.stores.sqlite.schema",
+    "langmem_ext.stores.sqlite.store",  # SQLiteStore is documented under langmem_ext
+}
 
 
 def _ours(module, name: str, test_name: str) -> bool:
     if test_name == name:
         return True
+    # Objects defined here, or re-homed here with __module__ (MemoryTool lives in
+    # _tooling but says langmem_ext.surfaces.tools); not names imported from
+    # another module, whose examples run there with that module's globals.
     top = getattr(module, test_name[len(name) + 1 :].split(".")[0], None)
-    return str(getattr(top, "__module__", "")).startswith("langmem_ext")
+    return getattr(top, "__module__", None) == name
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -69,7 +71,9 @@ def test_docstring_examples_run(name):
         runner.run(test)
     result = runner.summarize(verbose=False)
     assert result.failed == 0
-    assert result.attempted > 0, f"{name} has no runnable example"
+    private = any(part.startswith("_") for part in name.split(".")[1:])
+    if not private and name not in NO_EXAMPLE_NEEDED:
+        assert result.attempted > 0, f"{name} has no runnable example"
 
 
 def _readme_blocks(lang: str) -> list[str]:
@@ -118,29 +122,20 @@ def test_every_cli_command_has_help():
 
 
 @pytest.mark.parametrize("notebook", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=str)
-def test_notebooks_run(notebook, capsys):
-    import json
+def test_notebooks_are_saved_with_their_current_outputs(notebook):
+    # Run by the notebook kernel, as a reader would; the saved outputs (what GitHub
+    # shows) must be what running it prints now (ids and times aside).
+    import importlib.util
 
-    cells = json.loads(notebook.read_text())["cells"]
-    code = [c for c in cells if c["cell_type"] == "code"]
-    assert code
-    namespace: dict = {}
-    for cell in code:
-        exec(compile("".join(cell["source"]), str(notebook), "exec"), namespace)
-    out = capsys.readouterr().out
-    for expected in NOTEBOOK_OUTPUT[notebook.name]:
-        assert expected in out, f"{notebook.name} did not print {expected!r}"
+    spec = importlib.util.spec_from_file_location("notebooks", ROOT / "scripts" / "notebooks.py")
+    nbtool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(nbtool)
+    import nbformat
 
-
-NOTEBOOK_OUTPUT = {
-    "01_sqlite_store.ipynb": [
-        "Is allergic to peanuts",
-        "None 1",  # the TTL cell: expired, then swept
-    ],
-    "02_agent_memory.ipynb": [
-        "- [context | 0.90] Lives in Berlin",
-        "superseded by",
-        "- [correction | 0.95] Lives in Munich",
-        "extraction calls: 3",
-    ],
-}
+    saved = nbformat.read(notebook, as_version=4)
+    assert any(c.get("outputs") for c in saved.cells if c.cell_type == "code"), (
+        f"{notebook.name} is saved without outputs; run scripts/notebooks.py"
+    )
+    assert nbtool.outputs(nbtool.execute(notebook)) == nbtool.outputs(saved), (
+        f"{notebook.name}'s saved outputs are stale; run scripts/notebooks.py"
+    )

@@ -10,21 +10,28 @@ Example:
     'candidate'
 """
 
-from ._core import EngineConfig, RetryPolicy
-from .engine import MemoryEngine
+from ._core import EngineConfig
+from .engine import EnginesByStore, MemoryEngine
 from .layers import LAYERS, accessible_layers
+from .layout import DEFAULT_TENANT
 from .metrics import EngineMetrics
 from .models import Episode, Fact, MemoryEvent, MemoryRecord, Note, Rule
+from .namespaces import IDENTITY_KEYS, RESERVED_LABELS, NamespaceTemplate, resolve_identity
 from .profile import FactCandidate, Profile, ProfileUpdate, SkippedFact
 from .provider import HealthStatus
 from .recall import Hit, Page
+from .requests import RetryPolicy
 from .scoring import ScoreWeights
 from .tenancy import MemoryContext
 
 __all__ = [
+    "DEFAULT_TENANT",
+    "IDENTITY_KEYS",
     "LAYERS",
+    "RESERVED_LABELS",
     "EngineConfig",
     "EngineMetrics",
+    "EnginesByStore",
     "Episode",
     "Fact",
     "FactCandidate",
@@ -34,6 +41,7 @@ __all__ = [
     "MemoryEngine",
     "MemoryEvent",
     "MemoryRecord",
+    "NamespaceTemplate",
     "Note",
     "Page",
     "Profile",
@@ -43,4 +51,5 @@ __all__ = [
     "ScoreWeights",
     "SkippedFact",
     "accessible_layers",
+    "resolve_identity",
 ]

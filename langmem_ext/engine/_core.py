@@ -1,39 +1,23 @@
-"""The engine's one core: operations as generators of store requests, and the
-two runners that feed those requests to ``store.batch`` or ``store.abatch``.
-
-An operation is written once, as a generator that yields a :class:`Batch` of
-LangGraph store ops (or an :class:`Embed` of texts) and receives the results::
-
-    def get_gen(env, ...):
-        [item] = yield Batch([GetOp(ns, key)])
-        return item
-
-:func:`run_sync` drives it with ``store.batch``; :func:`run_async` with
-``store.abatch`` (a ``parallel`` batch becomes one ``abatch`` per op under
-``asyncio.gather``). Neither starts threads or event loops, and both retry
-transient provider failures the same way (:class:`RetryPolicy`). Work that is
-not a store op (a chat model call, a pause between retries) is a :class:`Call`
-carrying both faces; it is run once, never retried here. No I/O here.
+"""The engine's configuration, what it knows of the store, and search
+planning shared by its operations (see :mod:`.requests` for the vocabulary).
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from langgraph.store.base import BaseStore, Op, SearchOp
 
-from ..errors import LangmemError, ProviderError, RateLimitedError
-from ..stores import HybridSearchOp, supports_hybrid
-from ..stores._filters import normalize_filter
+from ..stores import HybridSearchOp, normalize_filter, supports_hybrid
 from . import policy
+from .requests import Batch, Operation, RetryPolicy, embedder
 from .scoring import DEFAULT_THRESHOLD, DEFAULT_WEIGHTS, ScoreWeights
 
-__all__ = ["Batch", "Call", "Embed", "EngineConfig", "RetryPolicy", "run_async", "run_sync"]
+__all__ = ["EngineConfig", "StoreCaps", "detect_caps", "matches", "paged", "search_ops"]
 
 T = TypeVar("T")
 
@@ -43,73 +27,17 @@ ALL_OPERATORS = frozenset(
 BASIC_OPERATORS = frozenset(("$eq", "$ne", "$gt", "$gte", "$lt", "$lte"))
 
 
-class Batch(NamedTuple):
-    """Store ops to run together; ``parallel`` ops are independent reads that
-    the async runner may issue concurrently."""
-
-    ops: list[Op]
-    parallel: bool = False
-
-
-class Embed(NamedTuple):
-    """Texts to embed with the store's embedder; the result is a list of
-    vectors, or None when the store has no embedder."""
-
-    texts: list[str]
-
-
-class Call(NamedTuple):
-    """Work that is not a store op: the sync runner returns ``sync()``, the
-    async runner ``await async_()``. Errors reach the operation unretried (it
-    has its own policy, e.g. for model calls)."""
-
-    sync: Callable[[], Any]
-    async_: Callable[[], Awaitable[Any]]
-
-
-Request = Batch | Embed | Call
-Step = Generator[Request, Any, T]
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Retries of transient provider failures (seed 001: 3, exponential).
-
-    A failure is transient when it is a retryable :class:`LangmemError`
-    (``PROVIDER_ERROR``, ``RATE_LIMITED``) or a ``ConnectionError`` /
-    ``TimeoutError``. Attempt ``n`` (from 0) waits ``base_delay * 2**n`` seconds
-    (at most ``max_delay``), or a rate limit's ``retry_after`` if longer.
-    """
-
-    retries: int = 3
-    base_delay: float = 0.1
-    max_delay: float = 5.0
-
-    def delay(self, attempt: int, error: BaseException) -> float:
-        d = min(self.base_delay * 2**attempt, self.max_delay)
-        if isinstance(error, RateLimitedError):
-            d = max(d, float(error.details.get("retry_after") or 0.0))
-        return d
-
-
-def _transient(e: BaseException) -> bool:
-    if isinstance(e, LangmemError):
-        return e.retryable
-    return isinstance(e, ConnectionError | TimeoutError)
-
-
-def _give_up(e: BaseException, attempts: int) -> BaseException:
-    if isinstance(e, LangmemError):
-        return e
-    return ProviderError(f"the store failed {attempts} times: {e!r}", attempts=attempts)
-
-
 @dataclass(frozen=True)
 class EngineConfig:
     """Engine settings (all documented in ``docs/engine.md``).
 
     Args:
-        root: first namespace label of every engine item.
+        namespace: the app's namespace template for each user's memories, e.g.
+            ``("memories", "{user_id}")``, filled from the run's config (use the
+            same one as the memory tools); None: the identity rule
+            (``("user", <user_id>)``). See :mod:`.layout`.
+        default_tenant: tenant of runs without authentication; None: the
+            default tenant, whose namespaces carry no tenant prefix.
         max_content_length: longest accepted content, in characters.
         episode_ttl: lifetime of an episode.
         default_layer: layer written when a call names none.
@@ -129,7 +57,8 @@ class EngineConfig:
             (:mod:`.metrics`); None uses the global one (a no-op without the SDK).
     """
 
-    root: str = "memories"
+    namespace: Any = None
+    default_tenant: str | None = None
     max_content_length: int = 10_000
     episode_ttl: timedelta = policy.EPISODE_TTL
     default_layer: str = "user"
@@ -157,12 +86,7 @@ def detect_caps(store: BaseStore, config: EngineConfig) -> StoreCaps:
     ops = config.filter_operators
     if ops is None:
         ops = ALL_OPERATORS if ours else BASIC_OPERATORS
-    return StoreCaps(modes=ours, operators=frozenset(ops), embeds=_embedder(store) is not None)
-
-
-def _embedder(store: BaseStore) -> Any:
-    emb = getattr(store, "embeddings", None)
-    return emb if emb is not None and hasattr(emb, "embed_documents") else None
+    return StoreCaps(modes=ours, operators=frozenset(ops), embeds=embedder(store) is not None)
 
 
 # -- search planning -----------------------------------------------------------
@@ -257,107 +181,9 @@ def _test(present: bool, v: Any, op: str, x: Any) -> bool:
     return {"$gt": v > x, "$gte": v >= x, "$lt": v < x, "$lte": v <= x}[op]
 
 
-# -- runners -------------------------------------------------------------------
-
-
-def run_sync(step: Step[T], store: BaseStore, config: EngineConfig) -> T:
-    """Drive an operation with ``store.batch`` (retrying transient failures)."""
-    request = _first(step)
-    while not isinstance(request, _Done):
-        try:
-            if isinstance(request, Call):
-                result = request.sync()
-            else:
-                result = _retry_sync(lambda r=request: _execute_sync(store, r), config)
-        except Exception as e:
-            # Thrown into the operation, so a step may handle a store failure
-            # (health_check does); unhandled, it leaves through _resume.
-            request = _resume(step, error=e)
-        else:
-            request = _resume(step, result=result)
-    return request.value  # type: ignore[no-any-return]
-
-
-async def run_async(step: Step[T], store: BaseStore, config: EngineConfig) -> T:
-    """Drive an operation with ``store.abatch`` (retrying transient failures)."""
-    request = _first(step)
-    while not isinstance(request, _Done):
-        try:
-            if isinstance(request, Call):
-                result = await request.async_()
-            else:
-                result = await _retry_async(lambda r=request: _execute_async(store, r), config)
-        except Exception as e:
-            request = _resume(step, error=e)
-        else:
-            request = _resume(step, result=result)
-    return request.value  # type: ignore[no-any-return]
-
-
-class _Done(NamedTuple):
-    value: Any
-
-
-def _first(step: Step[Any]) -> Request | _Done:
-    return _resume(step, result=None)
-
-
-def _resume(step: Step[Any], *, result: Any = None, error: Exception | None = None) -> Any:
-    """The operation's next request, or :class:`_Done` with its return value."""
-    try:
-        return step.send(result) if error is None else step.throw(error)
-    except StopIteration as stop:
-        return _Done(stop.value)
-
-
-def _execute_sync(store: BaseStore, request: Request) -> Any:
-    if isinstance(request, Embed):
-        emb = _embedder(store)
-        return emb.embed_documents(list(request.texts)) if emb is not None else None
-    return store.batch(request.ops)
-
-
-async def _execute_async(store: BaseStore, request: Request) -> Any:
-    if isinstance(request, Embed):
-        emb = _embedder(store)
-        return await emb.aembed_documents(list(request.texts)) if emb is not None else None
-    if request.parallel and len(request.ops) > 1:
-        parts = await asyncio.gather(*(store.abatch([op]) for op in request.ops))
-        return [p[0] for p in parts]
-    return await store.abatch(request.ops)
-
-
-def _retry_sync(call: Callable[[], T], config: EngineConfig) -> T:
-    policy_ = config.retry
-    for attempt in range(policy_.retries + 1):
-        try:
-            return call()
-        except Exception as e:
-            if not _transient(e):
-                raise
-            if attempt == policy_.retries:
-                raise _give_up(e, attempt + 1) from e
-            config.sleep(policy_.delay(attempt, e))
-    raise AssertionError("unreachable")
-
-
-async def _retry_async(call: Callable[[], Any], config: EngineConfig) -> Any:
-    policy_ = config.retry
-    for attempt in range(policy_.retries + 1):
-        try:
-            return await call()
-        except Exception as e:
-            if not _transient(e):
-                raise
-            if attempt == policy_.retries:
-                raise _give_up(e, attempt + 1) from e
-            await asyncio.sleep(policy_.delay(attempt, e))
-    raise AssertionError("unreachable")
-
-
 def paged(
     caps: StoreCaps, namespace: tuple[str, ...], filter: dict[str, Any], page: int = 1000
-) -> Step[list[Any]]:
+) -> Operation[list[Any]]:
     """Every item under ``namespace`` matching an ``$eq`` filter (no query),
     fetched page by page. Used by stats, list totals and sweeps."""
     out: list[Any] = []

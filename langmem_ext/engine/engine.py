@@ -8,27 +8,30 @@ Each operation is written once (a generator in :mod:`.lifecycle` or
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, SearchOp
 
+from ..stores import HybridSearchOp
 from . import lifecycle as lc
 from . import policy
 from . import profile as pf
 from . import provider as pv
 from . import recall as rc
-from ._core import EngineConfig, Step, detect_caps, run_async, run_sync
-from .lifecycle import Env
+from ._core import EngineConfig, detect_caps
+from .env import Env
 from .metrics import EngineMetrics
 from .models import Episode, Fact, MemoryEvent, Note, Rule
 from .profile import FactCandidate, Profile, ProfileUpdate
 from .provider import HealthStatus
 from .recall import Hit, Page
-from .tenancy import MemoryContext
+from .requests import Operation, run_async, run_sync
+from .tenancy import MemoryContext, fill_space
 
-__all__ = ["MemoryEngine"]
+__all__ = ["EnginesByStore", "MemoryEngine"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -39,7 +42,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def _sync(
-    build: Callable[Concatenate[MemoryEngine, P], Step[T]],
+    build: Callable[Concatenate[MemoryEngine, P], Operation[T]],
 ) -> Callable[Concatenate[MemoryEngine, P], T]:
     @functools.wraps(build)
     def op(self: MemoryEngine, *args: P.args, **kwargs: P.kwargs) -> T:
@@ -54,7 +57,7 @@ def _sync(
 
 
 def _async(
-    build: Callable[Concatenate[MemoryEngine, P], Step[T]],
+    build: Callable[Concatenate[MemoryEngine, P], Operation[T]],
 ) -> Callable[Concatenate[MemoryEngine, P], Coroutine[Any, Any, T]]:
     @functools.wraps(build)
     async def op(self: MemoryEngine, *args: P.args, **kwargs: P.kwargs) -> T:
@@ -105,10 +108,57 @@ class MemoryEngine:
         self.caps = detect_caps(store, cfg)
         self.metrics = EngineMetrics(cfg.meter_provider)
 
+    def context(
+        self, ctx: Ctx, *, namespace: Any = None, default_tenant: str | None = None
+    ) -> MemoryContext:
+        """The caller: ``ctx`` itself, or the context of a ``RunnableConfig``,
+        built with ``namespace`` and ``default_tenant`` (default: the engine's).
+
+        Example:
+            >>> from langmem_ext import SQLiteStore
+            >>> engine = MemoryEngine(SQLiteStore(), namespace=("memories", "{user_id}"))
+            >>> engine.context({"configurable": {"user_id": "ada"}}).space
+            ('memories', 'ada')
+        """
+        cfg = self.config
+        namespace = cfg.namespace if namespace is None else namespace
+        if isinstance(ctx, MemoryContext):
+            return fill_space(ctx, namespace)
+        return MemoryContext.from_config(
+            ctx, namespace=namespace, default_tenant=default_tenant or cfg.default_tenant
+        )
+
     def env(self, ctx: Ctx, tenant: str | None = None) -> Env:
         """The per-call environment (tenant checked here, before any store op)."""
-        c = ctx if isinstance(ctx, MemoryContext) else MemoryContext.from_config(ctx)
-        return Env.make(self.config, self.caps, c, tenant, self.metrics)
+        return Env.make(self.config, self.caps, self.context(ctx), tenant, self.metrics)
+
+    def search_op(
+        self,
+        namespace: tuple[str, ...],
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        mode: str | None = None,
+    ) -> Any:
+        """A store search op for this store: with a ranking ``mode`` where the
+        store supports it (``supports_hybrid``), LangGraph's ``SearchOp`` otherwise."""
+        if self.caps.modes:
+            return HybridSearchOp(namespace, filter, limit, offset, query, True, mode)  # type: ignore[arg-type]
+        return SearchOp(namespace, filter, limit, offset, query, True)
+
+    def run(self, step: Operation[T], operation: str = "custom") -> T:
+        """Run an operation written as a generator of store requests (the engine's
+        own operations are; so are the memory tools') with ``store.batch``,
+        measured as ``operation``."""
+        with self.metrics.measure(operation):
+            return run_sync(step, self.store, self.config)
+
+    async def arun(self, step: Operation[T], operation: str = "custom") -> T:
+        """Async :meth:`run` (``store.abatch``)."""
+        with self.metrics.measure(operation):
+            return await run_async(step, self.store, self.config)
 
     # -- writes ------------------------------------------------------------------
 
@@ -122,7 +172,7 @@ class MemoryEngine:
         tags: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
         tenant: str | None = None,
-    ) -> Step[Note]:
+    ) -> Operation[Note]:
         """Store a note (seed 001 ``add``) in ``layer`` (default: ``config.default_layer``).
 
         Raises MISSING_IDENTIFIER when the caller lacks the layer's identifier,
@@ -141,7 +191,7 @@ class MemoryEngine:
         scope: str = "global",
         tags: list[str] | None = None,
         tenant: str | None = None,
-    ) -> Step[Episode]:
+    ) -> Operation[Episode]:
         """Store an episode: importance 5.0 and ``expires_at`` now + 7 days by default."""
         e = self.env(ctx, tenant)
         return lc.store_episode(e, content, butler, session_id, importance, layer, scope, tags)
@@ -162,11 +212,11 @@ class MemoryEngine:
         tags: list[str] | None = None,
         provenance: dict[str, Any] | None = None,
         tenant: str | None = None,
-    ) -> Step[Fact]:
+    ) -> Operation[Fact]:
         """Store a fact; an active fact with the same (subject, predicate) in
         the same layer is superseded (kept, marked, linked to the new one)."""
         e = self.env(ctx, tenant)
-        fact, _ = yield from lc.store_fact(
+        new = lc.new_fact(
             e,
             subject,
             predicate,
@@ -180,6 +230,7 @@ class MemoryEngine:
             tags=tags,
             provenance=provenance,
         )
+        fact, _ = yield from lc.store_fact(e, new)
         return fact
 
     def _store_rule(
@@ -191,25 +242,29 @@ class MemoryEngine:
         *,
         layer: str | None = None,
         tenant: str | None = None,
-    ) -> Step[Rule]:
+    ) -> Operation[Rule]:
         """Store a rule: maturity ``candidate``, confidence 0.5."""
         return lc.store_rule(self.env(ctx, tenant), content, layer, scope, tags)
 
-    def _confirm(self, ctx: Ctx, type: str, id: str, *, tenant: str | None = None) -> Step[Any]:
+    def _confirm(
+        self, ctx: Ctx, type: str, id: str, *, tenant: str | None = None
+    ) -> Operation[Any]:
         """Reset a fact's or rule's decay clock (INVALID_OPERATION for episodes)."""
         return lc.confirm(self.env(ctx, tenant), type, id)
 
-    def _mark_helpful(self, ctx: Ctx, rule_id: str, *, tenant: str | None = None) -> Step[Rule]:
+    def _mark_helpful(
+        self, ctx: Ctx, rule_id: str, *, tenant: str | None = None
+    ) -> Operation[Rule]:
         """Count a success: success and applied counts, effectiveness, maturity."""
         return lc.feedback(self.env(ctx, tenant), rule_id, True, None)
 
     def _mark_harmful(
         self, ctx: Ctx, rule_id: str, reason: str | None = None, *, tenant: str | None = None
-    ) -> Step[Rule]:
+    ) -> Operation[Rule]:
         """Count a harm (weighs 4x in effectiveness); may demote or invert the rule."""
         return lc.feedback(self.env(ctx, tenant), rule_id, False, reason)
 
-    def _forget(self, ctx: Ctx, type: str, id: str, *, tenant: str | None = None) -> Step[Any]:
+    def _forget(self, ctx: Ctx, type: str, id: str, *, tenant: str | None = None) -> Operation[Any]:
         """Soft delete: facts become ``retracted``, rules and episodes ``forgotten``."""
         return lc.forget(self.env(ctx, tenant), type, id)
 
@@ -222,15 +277,36 @@ class MemoryEngine:
         metadata: dict[str, Any] | None = None,
         tags: list[str] | None = None,
         tenant: str | None = None,
-    ) -> Step[Any]:
+    ) -> Operation[Any]:
         """Update content (re-embedded) and/or merge metadata (MEMORY_NOT_FOUND if unknown)."""
         return lc.update(self.env(ctx, tenant), id, content, metadata, tags)
 
-    def _delete(self, ctx: Ctx, id: str, *, tenant: str | None = None) -> Step[bool]:
+    def _revise(
+        self, ctx: Ctx, id: str, content: Any, *, tenant: str | None = None
+    ) -> Operation[Any]:
+        """Change what a memory says, keeping its history: a fact is superseded by
+        a new fact (new id, linked from the old one, which is archived with an
+        audit event); other memories are updated in place. Returns the current
+        record. This is what ``manage_memory``'s update does.
+
+        Example:
+            >>> from langmem_ext import SQLiteStore
+            >>> from langmem_ext.engine import MemoryContext, MemoryEngine
+            >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext(user_id="ada")
+            >>> old = engine.add_fact(ctx, "Lives in Berlin", "context", 0.9)
+            >>> new = engine.revise(ctx, old.id, "Lives in Munich")
+            >>> [f.content for f in engine.get_profile(ctx).facts]
+            ['Lives in Munich']
+            >>> engine.get(ctx, old.id).superseded_by == new.id
+            True
+        """
+        return lc.revise(self.env(ctx, tenant), id, content)
+
+    def _delete(self, ctx: Ctx, id: str, *, tenant: str | None = None) -> Operation[bool]:
         """Remove a memory; idempotent (True for unknown ids)."""
         return lc.delete(self.env(ctx, tenant), id)
 
-    def _sweep(self, ctx: Ctx, *, tenant: str | None = None) -> Step[dict[str, int]]:
+    def _sweep(self, ctx: Ctx, *, tenant: str | None = None) -> Operation[dict[str, int]]:
         """Mark expired episodes and decayed facts ``expired``; returns counts."""
         return lc.sweep(self.env(ctx, tenant))
 
@@ -238,15 +314,19 @@ class MemoryEngine:
 
     def _get(
         self, ctx: Ctx, id: str, type: str | None = None, *, tenant: str | None = None
-    ) -> Step[Any]:
+    ) -> Operation[Any]:
         """The memory with this id, or None (seed 001: no error when missing)."""
         return rc.get(self.env(ctx, tenant), id, type)
 
-    def _get_memory(self, ctx: Ctx, type: str, id: str, *, tenant: str | None = None) -> Step[Any]:
+    def _get_memory(
+        self, ctx: Ctx, type: str, id: str, *, tenant: str | None = None
+    ) -> Operation[Any]:
         """The memory, reference count bumped; MEMORY_NOT_FOUND when missing."""
         return rc.get_memory(self.env(ctx, tenant), type, id)
 
-    def _history(self, ctx: Ctx, id: str, *, tenant: str | None = None) -> Step[list[MemoryEvent]]:
+    def _history(
+        self, ctx: Ctx, id: str, *, tenant: str | None = None
+    ) -> Operation[list[MemoryEvent]]:
         """Audit events of a memory, oldest first."""
         return lc.history(self.env(ctx, tenant), id)
 
@@ -264,7 +344,7 @@ class MemoryEngine:
         tags: list[str] | None = None,
         filter: dict[str, Any] | None = None,
         tenant: str | None = None,
-    ) -> Step[list[Hit]]:
+    ) -> Operation[list[Hit]]:
         """Search episodes, facts and rules (seed 003), by relevance."""
         return rc.search(
             self.env(ctx, tenant),
@@ -291,7 +371,7 @@ class MemoryEngine:
         tags: list[str] | None = None,
         filter: dict[str, Any] | None = None,
         tenant: str | None = None,
-    ) -> Step[list[Hit]]:
+    ) -> Operation[list[Hit]]:
         """Layered search (seed 001): layers concurrently, precedence then
         score, threshold 0.7 by default, near-duplicates dropped."""
         return rc.search_layers(
@@ -314,7 +394,7 @@ class MemoryEngine:
         *,
         layers: Sequence[str] | None = None,
         tenant: str | None = None,
-    ) -> Step[list[Hit]]:
+    ) -> Operation[list[Hit]]:
         """Facts and rules by composite score; bumps their reference counts."""
         return rc.recall(self.env(ctx, tenant), topic, scope=scope, limit=limit, layers=layers)
 
@@ -329,7 +409,7 @@ class MemoryEngine:
         limit: int = 20,
         cursor: str | None = None,
         tenant: str | None = None,
-    ) -> Step[Page]:
+    ) -> Operation[Page]:
         """A page of live memories, newest first, with ``next_cursor`` and ``total_count``."""
         return rc.list_memories(
             self.env(ctx, tenant),
@@ -343,13 +423,13 @@ class MemoryEngine:
 
     def _stats(
         self, ctx: Ctx, scope: str | None = None, *, tenant: str | None = None
-    ) -> Step[dict[str, Any]]:
+    ) -> Operation[dict[str, Any]]:
         """Counts of facts, rules and episodes (seed 003 ``memory_stats``)."""
         return rc.stats(self.env(ctx, tenant), scope)
 
     # -- the user profile (seed 004, :mod:`.profile`) -----------------------------
 
-    def _get_profile(self, ctx: Ctx, *, tenant: str | None = None) -> Step[Profile]:
+    def _get_profile(self, ctx: Ctx, *, tenant: str | None = None) -> Operation[Profile]:
         """The caller's profile: user context, history and active facts
         (confidence desc)."""
         return pf.get_profile(self.env(ctx, tenant))
@@ -361,7 +441,7 @@ class MemoryEngine:
         user_context: Mapping[str, str] | None = None,
         history: Mapping[str, str] | None = None,
         tenant: str | None = None,
-    ) -> Step[Profile]:
+    ) -> Operation[Profile]:
         """Merge summary entries: ``user_context`` keys ``work``, ``personal``,
         ``top_of_mind``; ``history`` keys ``recent``, ``earlier``, ``background``
         (an empty string removes an entry)."""
@@ -376,7 +456,7 @@ class MemoryEngine:
         max_facts: int = policy.MAX_PROFILE_FACTS,
         provenance: Mapping[str, Any] | None = None,
         tenant: str | None = None,
-    ) -> Step[ProfileUpdate]:
+    ) -> Operation[ProfileUpdate]:
         """Add facts to the caller's profile: low-confidence and case-folded
         duplicates skipped (and logged), near-duplicates merged, ``replaces``
         superseded, the lowest-confidence facts removed over ``max_facts``.
@@ -411,7 +491,7 @@ class MemoryEngine:
         max_facts: int = policy.MAX_PROFILE_FACTS,
         provenance: Mapping[str, Any] | None = None,
         tenant: str | None = None,
-    ) -> Step[Fact | None]:
+    ) -> Operation[Fact | None]:
         """Add one profile fact (id ``fact_xxxxxxxx``). Returns the new fact, the
         existing fact it was merged into, or None when it was skipped."""
         c = FactCandidate(content, category, confidence, subject, predicate, replaces)
@@ -430,12 +510,12 @@ class MemoryEngine:
         category: str | None = None,
         confidence: float | None = None,
         tenant: str | None = None,
-    ) -> Step[Fact]:
+    ) -> Operation[Fact]:
         """Change only the given fields of a fact (``created_at`` stays);
         ``KeyError`` (:class:`~langmem_ext.errors.FactNotFoundError`) if unknown."""
         return pf.update_fact(self.env(ctx, tenant), id, content, category, confidence)
 
-    def _delete_fact(self, ctx: Ctx, id: str, *, tenant: str | None = None) -> Step[None]:
+    def _delete_fact(self, ctx: Ctx, id: str, *, tenant: str | None = None) -> Operation[None]:
         """Remove a profile fact; ``KeyError`` (:class:`~langmem_ext.errors.FactNotFoundError`)
         for an unknown id (unlike :meth:`delete`, which is idempotent)."""
         return pf.delete_fact(self.env(ctx, tenant), id)
@@ -449,7 +529,7 @@ class MemoryEngine:
         *,
         layer: str | None = None,
         tenant: str | None = None,
-    ) -> Step[list[Note]]:
+    ) -> Operation[list[Note]]:
         """Add many notes in one store batch (one transaction on our stores).
 
         Each item is a content string or a dict with ``content`` and optional
@@ -468,22 +548,22 @@ class MemoryEngine:
 
     def _bulk_delete(
         self, ctx: Ctx, ids: Sequence[str], *, tenant: str | None = None
-    ) -> Step[list[str]]:
+    ) -> Operation[list[str]]:
         """Delete many memories (any type) with one batch of reads and one of
         writes; unknown ids are skipped. Returns the ids removed."""
         return pv.bulk_delete(self.env(ctx, tenant), ids)
 
-    def _generate_embedding(self, text: str) -> Step[list[float] | None]:
+    def _generate_embedding(self, text: str) -> Operation[list[float] | None]:
         """The store's embedding of ``text`` (seed 001 ``generateEmbedding``);
         None when the store has no embedder."""
         return pv.generate_embedding(Env(self.config, self.caps, _NO_CALLER, "", _EPOCH), text)
 
-    def _storage_size(self, ctx: Ctx, *, tenant: str | None = None) -> Step[dict[str, int]]:
+    def _storage_size(self, ctx: Ctx, *, tenant: str | None = None) -> Operation[dict[str, int]]:
         """Live memories per readable layer (O(n) read); refreshes the
         ``memory.storage.size`` gauge."""
         return pv.storage_size(self.env(ctx, tenant))
 
-    def _health_check(self) -> Step[HealthStatus]:
+    def _health_check(self) -> Operation[HealthStatus]:
         """``{"healthy", "latency_ms", "error"}``: whether the store answers a
         read. A failing store gives ``healthy: False`` instead of raising.
 
@@ -493,7 +573,7 @@ class MemoryEngine:
             >>> MemoryEngine(InMemoryStore()).health_check()["healthy"]
             True
         """
-        return pv.health_check(self.config.root)
+        return pv.health_check()
 
     def capabilities(self) -> dict[str, Any]:
         """What the store actually used offers (seed 001 provider capabilities):
@@ -551,6 +631,8 @@ class MemoryEngine:
     aforget = _async(_forget)
     update = _sync(_update)
     aupdate = _async(_update)
+    revise = _sync(_revise)
+    arevise = _async(_revise)
     delete = _sync(_delete)
     adelete = _async(_delete)
     sweep = _sync(_sweep)
@@ -593,3 +675,28 @@ class MemoryEngine:
     aupdate_fact = _async(_update_fact)
     delete_fact = _sync(_delete_fact)
     adelete_fact = _async(_delete_fact)
+
+
+class EnginesByStore:
+    """One engine per store (by identity), built on first use; thread-safe. For
+    faces that take the store from the running graph.
+
+    Example:
+        >>> from langmem_ext import SQLiteStore
+        >>> engines, store = EnginesByStore(), SQLiteStore()
+        >>> engines.get(store) is engines.get(store)
+        True
+    """
+
+    def __init__(self, config: EngineConfig | None = None) -> None:
+        self.config = config
+        self._lock = threading.Lock()
+        self._engines: dict[int, MemoryEngine] = {}
+
+    def get(self, store: BaseStore) -> MemoryEngine:
+        with self._lock:
+            engine = self._engines.get(id(store))
+            # ids are reused after a store is collected: check it is the same one
+            if engine is None or engine.store is not store:
+                engine = self._engines[id(store)] = MemoryEngine(store, self.config)
+            return engine

@@ -3,9 +3,10 @@
 =========  ===========  ==========================================================
 layer      identifier   meaning
 =========  ===========  ==========================================================
-agent      agent_id     one agent's own memory (highest precedence)
-user       user_id      one end user
-session    session_id   one conversation
+agent      agent_id     one agent's own memory, shared by its users (highest precedence)
+user       user_id      one end user: the caller's own space (the memory tools'
+                        namespace, see :mod:`.layout`)
+session    session_id   one conversation of the user (inside the user's space)
 project    project_id   one project
 team       team_id      a team; without ``team_id``, the tenant-wide team
 org        org_id       an organisation; without ``org_id``, the tenant-wide org
@@ -18,7 +19,9 @@ two near-duplicates only the more specific one is kept. A caller may read a
 layer when it carries the layer's identifier; team, org and company are always
 readable (they are shared by everyone in the tenant), so a caller with
 ``user_id`` and ``project_id`` reads user, project, team, org and company, but
-not agent or session.
+not agent or session. The user layer also opens with an app namespace template
+(the caller's space then comes from the template), and the session layer needs
+the user layer too, since a session lives inside its user.
 
 Example:
     >>> from types import SimpleNamespace as ids
@@ -73,6 +76,12 @@ def precedence(layer: str) -> int:
     return LAYERS.index(layer)
 
 
+def _has_space(ids: Any) -> bool:
+    return getattr(ids, "space", None) is not None or any(
+        getattr(ids, k, None) for k in ("user_id", "org_id", "agent_id")
+    )
+
+
 def layer_id(layer: str, ids: Any) -> str:
     """The identifier value keying ``layer`` for a caller.
 
@@ -84,6 +93,16 @@ def layer_id(layer: str, ids: Any) -> str:
     check_layer(layer)
     name = IDENTIFIERS[layer]
     value = getattr(ids, name, None) if name else None
+    if layer == "user" and not value and _has_space(ids):
+        # A template space without user_id (e.g. ("memories", "{org_id}")): the
+        # space itself names the owner.
+        return "/".join(ids.own_space())
+    if layer == "session" and value and not _has_space(ids):
+        raise MissingIdentifierError(
+            "the session layer lives inside the user's space; pass user_id too",
+            identifier="user_id",
+            layer=layer,
+        )
     if value:
         return str(value)
     if layer in REQUIRED:
@@ -98,11 +117,15 @@ def layer_id(layer: str, ids: Any) -> str:
 
 def accessible_layers(ids: Any) -> tuple[str, ...]:
     """Layers a caller may read, in precedence order."""
-    return tuple(
-        layer
-        for layer in LAYERS
-        if layer not in REQUIRED or getattr(ids, IDENTIFIERS[layer] or "", None)
-    )
+
+    def ok(layer: str) -> bool:
+        if layer == "user":
+            return _has_space(ids)
+        if layer == "session":
+            return bool(getattr(ids, "session_id", None)) and _has_space(ids)
+        return layer not in REQUIRED or bool(getattr(ids, IDENTIFIERS[layer] or "", None))
+
+    return tuple(layer for layer in LAYERS if ok(layer))
 
 
 def resolve_layers(requested: Iterable[str] | None, ids: Any) -> list[tuple[str, str]]:

@@ -1,235 +1,95 @@
 """Writes and their lifecycle rules, each written once as a generator (see
-:mod:`._core`): create, supersede, confirm, feedback, forget, update, delete,
-sweep. Every transition puts an audit event in the same batch as the change
-(one transaction on our stores), so a record never changes without its event.
+:mod:`._core`): create, supersede, revise, confirm, feedback, forget, update,
+delete, sweep. Every transition puts an audit event in the same batch as the
+change (one transaction on our stores), so a record never changes without its
+event. A memory that stops being current (superseded, retracted, expired,
+forgotten) moves from its layer's namespace into the layer's archive in that
+same batch, so what is in a user's space is exactly what is current.
 
 Supersession under concurrent writers: there is no compare-and-set in
 ``BaseStore``, so the new fact is written first and the (subject, predicate)
-slot is resolved afterwards: every writer reads all active facts of the slot
-and marks all but the *newest* (greatest ``created_at``, then id) superseded.
-Every writer writes before it resolves, so the last resolution sees every
-fact, and all writers agree on the winner: the slot converges to exactly one
-active fact, whatever the interleaving.
+slot is resolved afterwards: every writer reads all current facts of the slot
+and retires all but the *newest* (greatest ``created_at``, then id). Every
+writer writes before it resolves, so the last resolution sees every fact, and
+all writers agree on the winner: the slot converges to exactly one current
+fact, whatever the interleaving.
+
+Example:
+    >>> from langmem_ext import SQLiteStore
+    >>> from langmem_ext.engine import MemoryContext, MemoryEngine
+    >>> store = SQLiteStore()
+    >>> engine, ctx = MemoryEngine(store), MemoryContext(user_id="ada")
+    >>> old = engine.store_fact(ctx, "user", "city", "Lives in Berlin")
+    >>> new = engine.store_fact(ctx, "user", "city", "Lives in Munich")
+    >>> [i.value["content"] for i in store.search(("user", "ada"))]  # only what is current
+    ['Lives in Munich']
+    >>> [e.action for e in engine.history(ctx, old.id)]
+    ['created', 'superseded']
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import math
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
-from datetime import datetime
+import re
+from dataclasses import replace
 from typing import Any
 
-from langgraph.store.base import GetOp, Item, PutOp
+from langgraph.store.base import GetOp, PutOp
 
-from ..errors import (
-    ContentTooLongError,
-    InvalidMemoryTypeError,
-    InvalidOperationError,
-    InvalidValueError,
-    MemoryNotFoundError,
-)
+from ..errors import InvalidOperationError, InvalidValueError, MemoryNotFoundError
 from . import policy
-from ._core import Batch, EngineConfig, Step, StoreCaps, paged, search_ops
-from .layers import accessible_layers, check_layer, layer_id
-from .metrics import EngineMetrics
-from .models import (
-    RECORD_TYPES,
-    Episode,
-    Fact,
-    MemoryEvent,
-    MemoryRecord,
-    Note,
-    Rule,
-    new_id,
-    record_from_value,
-    ts,
+from ._core import paged, search_ops
+from .env import (
+    Env,
+    Layer,
+    add_fields,
+    check_any_content,
+    check_content,
+    check_id,
+    check_range,
+    check_tags,
+    check_type,
+    free_fact_ids,
+    load,
+    require,
 )
-from .tenancy import MemoryContext
+from .models import RECORD_TYPES, Episode, Fact, MemoryEvent, MemoryRecord, Note, Rule, ts
+from .requests import Batch, Operation
 
-INDEX_FIELDS = ["content"]
-
-
-def label(text: str) -> str:
-    # Namespace labels may not contain dots; tenant ids such as "acme.com" must work.
-    return text.replace("%", "%25").replace(".", "%2E")
-
-
-@dataclass(frozen=True)
-class Env:
-    """Everything an operation needs besides its arguments."""
-
-    config: EngineConfig
-    caps: StoreCaps
-    ctx: MemoryContext
-    tenant: str
-    now: datetime
-    metrics: EngineMetrics | None = None
-
-    @classmethod
-    def make(
-        cls,
-        config: EngineConfig,
-        caps: StoreCaps,
-        ctx: MemoryContext,
-        tenant: str | None,
-        metrics: EngineMetrics | None = None,
-    ) -> Env:
-        return cls(config, caps, ctx, ctx.resolve_tenant(tenant), config.clock(), metrics)
-
-    def sized(self, records: Iterable[MemoryRecord], delta: int) -> None:
-        """Tell the storage-size gauge that these records became (un)retrievable."""
-        if self.metrics is not None:
-            for r in records:
-                self.metrics.size_changed(self.tenant, f"{r.layer}:{r.layer_id}", delta)
-
-    def observe_results(self, operation: str, layers: Iterable[str], hits: Iterable[Any]) -> None:
-        """Record ``memory.search.results`` per searched layer."""
-        if self.metrics is not None:
-            self.metrics.search_results(operation, layers, [h.layer for h in hits])
-
-    @functools.cached_property
-    def stamp(self) -> str:
-        # Cached: recall compares every candidate against it (strftime per call showed
-        # in profiles); ``now`` never changes within one operation.
-        return ts(self.now)
-
-    def ns(self, kind: str) -> tuple[str, ...]:
-        return (self.config.root, label(self.tenant), kind)
-
-    def refs(self) -> list[str]:
-        return [f"{x}:{layer_id(x, self.ctx)}" for x in accessible_layers(self.ctx)]
-
-    def put(self, record: MemoryRecord) -> PutOp:
-        return PutOp(self.ns(record.type), record.id, record.to_value(), INDEX_FIELDS)
-
-    def event(
-        self,
-        record: MemoryRecord,
-        action: str,
-        changes: dict[str, list[Any]] | None = None,
-        reason: str | None = None,
-    ) -> PutOp:
-        ev = MemoryEvent(
-            new_id(),
-            record.id,
-            record.type,
-            action,
-            self.ctx.actor,
-            self.stamp,
-            changes or {},
-            reason,
-        )
-        return PutOp(self.ns("events"), ev.id, ev.to_value(), False)
+__all__ = [
+    "add_note",
+    "confirm",
+    "delete",
+    "feedback",
+    "forget",
+    "history",
+    "kind_filter",
+    "records_of",
+    "resolve_slot",
+    "revise",
+    "store_episode",
+    "store_fact",
+    "store_rule",
+    "sweep",
+    "update",
+]
 
 
-# -- validation (before any store op, so a bad call changes nothing) ------------
-
-
-def check_type(kind: str, allowed: Iterable[str] = policy.MEMORY_TYPES) -> str:
-    allowed = tuple(allowed)
-    if kind not in allowed:
-        raise InvalidMemoryTypeError(
-            f"unknown memory type {kind!r}; use one of {', '.join(allowed)}",
-            type=kind,
-            valid=list(allowed),
-        )
-    return kind
-
-
-def check_content(env: Env, content: Any, name: str = "content") -> str:
-    if not isinstance(content, str) or not content.strip():
-        raise InvalidValueError(f"{name} must be a non-empty string, got {content!r}")
-    limit = env.config.max_content_length
-    if len(content) > limit:
-        raise ContentTooLongError(
-            f"{name} is {len(content)} characters, the maximum is {limit}; shorten it or "
-            "split it into several memories",
-            max_length=limit,
-            length=len(content),
-        )
-    return content
-
-
-def check_range(name: str, value: Any, bounds: tuple[float, float]) -> float:
-    lo, hi = bounds
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or not lo <= value <= hi
-    ):
-        raise InvalidValueError(f"{name} must be a number from {lo} to {hi}, got {value!r}")
-    return float(value)
-
-
-def check_tags(tags: Any) -> list[str]:
-    if tags is None:
-        return []
-    if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
-        raise InvalidValueError(f"tags must be a list of strings, got {tags!r}")
-    return list(dict.fromkeys(tags))
-
-
-def add_fields(env: Env, content: str, layer: str | None, scope: str, tags: Any) -> dict[str, Any]:
-    """The validated fields every new record shares (raises before any store op)."""
-    layer = check_layer(layer or env.config.default_layer)
-    if not isinstance(scope, str) or not scope:
-        raise InvalidValueError(f"scope must be a non-empty string such as 'global', got {scope!r}")
-    return {
-        "id": new_id(),
-        "tenant_id": env.tenant,
-        "layer": layer,
-        "layer_id": layer_id(layer, env.ctx),
-        "content": check_content(env, content),
-        "scope": scope,
-        "tags": check_tags(tags),
-        "created_at": env.stamp,
-        "updated_at": env.stamp,
-        "created_by": env.ctx.actor,
-    }
-
-
-# -- reads shared by writes ------------------------------------------------------
-
-
-def load(env: Env, kinds: Iterable[str], id: str) -> Step[MemoryRecord | None]:
-    """The record with this id among ``kinds`` visible to the caller, or None
-    (another user's layer is as invisible as a missing id)."""
-    kinds = list(kinds)
-    if not isinstance(id, str) or not id:
-        return None
-    items: list[Item | None] = yield Batch([GetOp(env.ns(k), id) for k in kinds], parallel=True)
-    refs = set(env.refs())
-    for item in items:
-        if item is not None and item.value.get("layer_ref") in refs:
-            return record_from_value(item.value)
-    return None
-
-
-def require(env: Env, kind: str, id: str) -> Step[MemoryRecord]:
-    record = yield from load(env, [check_type(kind)], id)
-    if record is None:
-        raise MemoryNotFoundError(
-            f"no {kind} with id {id!r} in this tenant; check the id and the type "
-            "(memory_search lists ids)",
-            type=kind,
-            id=id,
-        )
-    return record
+_PROFILE_ID = re.compile(r"fact_[0-9a-f]{8}")
 
 
 def diff(old: MemoryRecord, new: MemoryRecord) -> dict[str, list[Any]]:
     a, b = old.to_value(), new.to_value()
-    return {k: [a.get(k), b[k]] for k in b if a.get(k) != b[k] and k != "updated_at"}
+    keys = dict.fromkeys([*a, *b])
+    return {k: [a.get(k), b.get(k)] for k in keys if a.get(k) != b.get(k) and k != "updated_at"}
 
 
 def change(env: Env, old: MemoryRecord, new: MemoryRecord, action: str, reason: str | None = None):
-    """The two puts of a transition: the record and its audit event."""
+    """The puts of a transition: the record (current, or into the archive when
+    it stops being live) and its audit event."""
     new = replace(new, updated_at=env.stamp)
-    return new, [env.put(new), env.event(new, action, diff(old, new), reason)]
+    writes = env.retire(old, new) if old.live and not new.live else [env.put(new)]
+    return new, [*writes, env.event(new, action, diff(old, new), reason)]
 
 
 # -- create ----------------------------------------------------------------------
@@ -237,7 +97,7 @@ def change(env: Env, old: MemoryRecord, new: MemoryRecord, action: str, reason: 
 
 def add_note(
     env: Env, content: str, layer: str | None, scope: str, tags: Any, metadata: Any
-) -> Step[Note]:
+) -> Operation[Note]:
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidValueError(f"metadata must be a dict, got {type(metadata).__name__}")
     note = Note(**add_fields(env, content, layer, scope, tags), metadata=dict(metadata or {}))
@@ -255,8 +115,10 @@ def store_episode(
     layer: str | None,
     scope: str,
     tags: Any,
-) -> Step[Episode]:
+) -> Operation[Episode]:
     imp = policy.EPISODE_IMPORTANCE if importance is None else importance
+    if session_id is not None and not isinstance(session_id, str):
+        raise InvalidValueError(f"session_id must be a string, got {session_id!r}")
     ep = Episode(
         **add_fields(env, content, layer, scope, tags),
         importance=check_range("importance", imp, policy.IMPORTANCE_RANGE),
@@ -274,21 +136,22 @@ def slot_of(layer_ref: str, subject: str, predicate: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
-def store_fact(
+def new_fact(
     env: Env,
-    subject: str,
-    predicate: str,
+    subject: Any,
+    predicate: Any,
     content: str,
     *,
-    importance: float | None,
-    permanence: str | None,
-    confidence: float | None,
-    category: str | None,
-    layer: str | None,
-    scope: str,
-    tags: Any,
-    provenance: dict[str, Any] | None,
-) -> Step[tuple[Fact, list[str]]]:
+    importance: float | None = None,
+    permanence: str | None = None,
+    confidence: float | None = None,
+    category: str | None = None,
+    layer: str | None = None,
+    scope: str = "global",
+    tags: Any = None,
+    provenance: dict[str, Any] | None = None,
+) -> Fact:
+    """A validated fact, not yet written (raises before any store op)."""
     for name, v in (("subject", subject), ("predicate", predicate)):
         if not isinstance(v, str) or not v.strip():
             raise InvalidValueError(f"{name} must be a non-empty string, got {v!r}")
@@ -297,8 +160,10 @@ def store_fact(
         raise InvalidValueError(
             f"unknown permanence {perm!r}; use one of {', '.join(policy.DECAY_RATES)}"
         )
+    if provenance is not None and not isinstance(provenance, dict):
+        raise InvalidValueError(f"provenance must be a dict, got {type(provenance).__name__}")
     base = add_fields(env, content, layer, scope, tags)
-    fact = Fact(
+    return Fact(
         **base,
         importance=check_range(
             "importance",
@@ -319,20 +184,27 @@ def store_fact(
         last_confirmed_at=env.stamp,
         provenance=dict(provenance or {}),
     )
+
+
+def store_fact(env: Env, fact: Fact) -> Operation[tuple[Fact, list[str]]]:
+    """Write a new fact, then leave one current fact in its slot."""
     yield Batch([env.put(fact), env.event(fact, "created")])
     env.sized([fact], +1)
-    superseded = yield from resolve_slot(env, fact.slot)
+    superseded = yield from resolve_slot(env, env.layer_of(fact), fact.slot)
     return fact, superseded
 
 
-def resolve_slot(env: Env, slot: str) -> Step[list[str]]:
-    """Leave exactly one active fact in a slot: the newest. Returns the ids this
-    call marked superseded."""
-    ops, _ = search_ops(
-        env.caps, env.ns("fact"), eq={"slot": slot, "validity": "active"}, query=None, limit=1000
-    )
+def resolve_slot(env: Env, layer: Layer, slot: str) -> Operation[list[str]]:
+    """Leave exactly one current fact in a slot: the newest. Returns the ids this
+    call retired."""
+    ops, _ = search_ops(env.caps, layer.ns, eq={"slot": slot}, query=None, limit=1000)
     results = yield Batch(ops)
-    active = [Fact.from_value(i.value) for r in results for i in r]
+    active = [
+        f
+        for r in results
+        for i in r
+        if tuple(i.namespace) == layer.ns and isinstance(f := env.record(i, layer), Fact)
+    ]
     if len(active) < 2:
         return []
     winner = max(active, key=lambda f: (f.created_at, f.id))
@@ -341,13 +213,15 @@ def resolve_slot(env: Env, slot: str) -> Step[list[str]]:
     # landed since the search is built upon (a retracted fact stays retracted)
     # instead of being overwritten by the searched copy. The gap left is one
     # read-to-write step with no other I/O; BaseStore has no compare-and-set.
-    fresh = yield Batch([GetOp(env.ns("fact"), f.id) for f in losers])
+    fresh = yield Batch([GetOp(layer.ns, f.id) for f in losers])
     puts: list[PutOp] = []
     changed: list[Fact] = []
     for item in fresh:
-        if item is None or item.value.get("validity") != "active":
+        if item is None:
             continue
-        old = Fact.from_value(item.value)
+        old = env.record(item, layer)
+        if not isinstance(old, Fact) or old.validity != "active":
+            continue
         new = replace(
             old, validity="superseded", live=False, superseded_by=winner.id, valid_to=env.stamp
         )
@@ -359,7 +233,7 @@ def resolve_slot(env: Env, slot: str) -> Step[list[str]]:
     return [f.id for f in changed]
 
 
-def store_rule(env: Env, content: str, layer: str | None, scope: str, tags: Any) -> Step[Rule]:
+def store_rule(env: Env, content: str, layer: str | None, scope: str, tags: Any) -> Operation[Rule]:
     rule = Rule(
         **add_fields(env, content, layer, scope, tags),
         importance=policy.RULE_IMPORTANCE,
@@ -373,7 +247,7 @@ def store_rule(env: Env, content: str, layer: str | None, scope: str, tags: Any)
 # -- transitions -------------------------------------------------------------------
 
 
-def confirm(env: Env, kind: str, id: str) -> Step[MemoryRecord]:
+def confirm(env: Env, kind: str, id: str) -> Operation[MemoryRecord]:
     check_type(kind)
     if kind not in ("fact", "rule"):
         raise InvalidOperationError(
@@ -388,9 +262,15 @@ def confirm(env: Env, kind: str, id: str) -> Step[MemoryRecord]:
     return new
 
 
-def feedback(env: Env, rule_id: str, helpful: bool, reason: str | None) -> Step[Rule]:
+def feedback(env: Env, rule_id: str, helpful: bool, reason: str | None) -> Operation[Rule]:
+    if reason is not None and not isinstance(reason, str):
+        raise InvalidValueError(f"reason must be text, got {reason!r}")
     old = yield from require(env, "rule", rule_id)
     assert isinstance(old, Rule)
+    if not old.live:
+        raise InvalidOperationError(
+            f"rule {rule_id!r} is {old.status}; feedback applies to active rules only"
+        )
     success = old.success_count + (1 if helpful else 0)
     harmful = old.harmful_count + (0 if helpful else 1)
     maturity = policy.next_maturity(old.maturity, success=success, harmful=harmful)
@@ -411,21 +291,18 @@ def feedback(env: Env, rule_id: str, helpful: bool, reason: str | None) -> Step[
     return new
 
 
-def forget(env: Env, kind: str, id: str) -> Step[MemoryRecord]:
-    """Soft delete: the record stays (history, dashboards) but is never
-    retrieved again. Forgetting twice is a no-op without a second event."""
+def forget(env: Env, kind: str, id: str) -> Operation[MemoryRecord]:
+    """Soft delete: the record moves to the archive (history, dashboards) and is
+    never retrieved again. Forgetting twice is a no-op without a second event."""
     old = yield from require(env, kind, id)
+    if not old.live:
+        return old
+    new: MemoryRecord
     if isinstance(old, Fact):
-        new: MemoryRecord = replace(old, validity="retracted", live=False, valid_to=env.stamp)
-        if old.validity == "retracted":
-            return old
+        new = replace(old, validity="retracted", live=False, valid_to=env.stamp)
     elif isinstance(old, Episode | Rule):
-        if old.status == "forgotten":
-            return old
         new = replace(old, status="forgotten", live=False)
     else:
-        if not old.live:
-            return old
         new = replace(old, live=False)
     new, puts = change(env, old, new, "forgotten")
     yield Batch(puts)
@@ -435,67 +312,143 @@ def forget(env: Env, kind: str, id: str) -> Step[MemoryRecord]:
 
 def update(
     env: Env, id: str, content: str | None, metadata: dict[str, Any] | None, tags: Any
-) -> Step[MemoryRecord]:
-    """Seed 001 update: new content (re-embedded by the store), metadata merged
-    into the existing metadata, tags replaced; the timestamp always moves."""
+) -> Operation[MemoryRecord]:
+    """The provider contract's update, in place: new content (re-embedded by the
+    store), metadata merged into the existing metadata, tags replaced; the
+    timestamp always moves and the event holds old and new values."""
+    check_id(id)
     if content is not None:
         check_content(env, content)
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidValueError(f"metadata must be a dict, got {type(metadata).__name__}")
-    old = yield from load(env, RECORD_TYPES, id)
+    tags = None if tags is None else check_tags(tags)
+    old = yield from load(env, None, id, archived=False)
     if old is None:
-        raise MemoryNotFoundError(f"no memory with id {id!r} in this tenant", id=id)
+        raise MemoryNotFoundError(f"no memory with id {id!r} among your memories", id=id)
     new = replace(
         old,
         content=old.content if content is None else content,
         metadata={**old.metadata, **(metadata or {})},
-        tags=old.tags if tags is None else check_tags(tags),
+        tags=old.tags if tags is None else tags,
     )
     new, puts = change(env, old, new, "updated")
     yield Batch(puts)
     return new
 
 
-def delete(env: Env, id: str) -> Step[bool]:
-    """Seed 001 delete: removes the record; idempotent (True for unknown ids).
-    The audit event stays."""
-    old = yield from load(env, RECORD_TYPES, id)
+def revise(env: Env, id: str, content: Any) -> Operation[MemoryRecord]:
+    """Change what a memory says, keeping its history. A fact is superseded by a
+    new fact (new id, same slot, category and confidence; the old one archived
+    and linked to it), so the chain of corrections stays; any other memory is
+    updated in place, its event holding the old and new content. Returns the
+    current record (for a fact, the new one)."""
+    check_id(id)
+    old = yield from load(env, None, id, archived=False)
+    if old is None:
+        raise MemoryNotFoundError(f"no memory with id {id!r} among your memories", id=id)
+    if not isinstance(old, Fact):
+        content = check_any_content(env, content)
+        new, puts = change(env, old, replace(old, content=content), "updated")
+        yield Batch(puts)
+        return new
+    text = check_content(env, content)
+    successor = new_fact(
+        env,
+        old.subject,
+        old.predicate,
+        text,
+        importance=old.importance,
+        permanence=old.permanence,
+        confidence=old.confidence,
+        category=old.category,
+        layer=old.layer,
+        scope=old.scope,
+        tags=old.tags,
+        provenance={**old.provenance, "replaces": old.id},
+    )
+    if _PROFILE_ID.fullmatch(old.id):  # a profile fact's successor keeps the id format
+        [successor.id] = yield from free_fact_ids(env, env.layer_of(old), 1)
+    yield Batch([env.put(successor), env.event(successor, "created", reason=f"revises {old.id}")])
+    env.sized([successor], +1)
+    yield from resolve_slot(env, env.layer_of(successor), successor.slot)
+    return successor
+
+
+def delete(env: Env, id: Any) -> Operation[bool]:
+    """The provider contract's delete: removes the record (current or archived);
+    idempotent (True for unknown ids). The audit event stays."""
+    if not isinstance(id, str) or not id:
+        return True
+    old = yield from load(env, None, id)
     if old is not None:
-        yield Batch([PutOp(env.ns(old.type), old.id, None), env.event(old, "deleted")])
+        layer = env.layer_of(old)
+        ns = layer.ns if old.live else env.meta(layer, "archive")
+        yield Batch([PutOp(ns, old.id, None), env.event(old, "deleted")])
         env.sized([old] if old.live else [], -1)
     return True
 
 
-def sweep(env: Env) -> Step[dict[str, int]]:
-    """Mark episodes past ``expires_at`` and facts decayed below
-    ``EXPIRE_BELOW`` as expired (they already left recall). Returns counts."""
-    eps = yield from paged(env.caps, env.ns("episode"), {"live": True})
-    facts = yield from paged(env.caps, env.ns("fact"), {"validity": "active"})
+def sweep(env: Env) -> Operation[dict[str, int]]:
+    """Archive the caller's episodes past ``expires_at`` and facts decayed below
+    ``EXPIRE_BELOW`` (they already left recall), in every layer the caller may
+    read. Returns counts."""
     puts: list[PutOp] = []
     expired: list[MemoryRecord] = []
     n_ep = n_fact = 0
-    for item in eps:
-        ep = Episode.from_value(item.value)
-        if ep.expires_at <= env.stamp:
-            puts += change(env, ep, replace(ep, status="expired", live=False), "expired")[1]
-            expired.append(ep)
-            n_ep += 1
-    for item in facts:
-        fact = Fact.from_value(item.value)
-        if fact.effective_confidence(env.now) < policy.EXPIRE_BELOW:
-            new = replace(fact, validity="expired", live=False, valid_to=env.stamp)
-            puts += change(env, fact, new, "expired")[1]
-            expired.append(fact)
-            n_fact += 1
+    for layer in env.layers():
+        items = yield from paged(env.caps, layer.ns, {})
+        for item in items:
+            if tuple(item.namespace) != layer.ns:
+                continue
+            rec = env.record(item, layer)
+            if isinstance(rec, Episode) and rec.expires_at <= env.stamp:
+                new: MemoryRecord = replace(rec, status="expired", live=False)
+                puts += change(env, rec, new, "expired")[1]
+                expired.append(rec)
+                n_ep += 1
+            elif isinstance(rec, Fact) and rec.effective_confidence(env.now) < policy.EXPIRE_BELOW:
+                new = replace(rec, validity="expired", live=False, valid_to=env.stamp)
+                puts += change(env, rec, new, "expired")[1]
+                expired.append(rec)
+                n_fact += 1
     if puts:
         yield Batch(puts)
         env.sized(expired, -1)
     return {"episodes": n_ep, "facts": n_fact}
 
 
-def history(env: Env, id: str) -> Step[list[MemoryEvent]]:
-    """Audit events of one memory, oldest first (retracted and superseded
-    memories included; deleted ones too)."""
-    items = yield from paged(env.caps, env.ns("events"), {"memory_id": id})
-    events = [MemoryEvent.from_value(i.value) for i in items]
+def history(env: Env, id: Any) -> Operation[list[MemoryEvent]]:
+    """Audit events of one of the caller's memories, oldest first (archived and
+    deleted memories included)."""
+    check_id(id)
+    events: list[MemoryEvent] = []
+    for layer in env.layers():
+        items = yield from paged(env.caps, env.meta(layer, "events"), {"memory_id": id})
+        events += [MemoryEvent.from_value(i.value) for i in items]
     return sorted(events, key=lambda e: (e.at, e.id))
+
+
+def records_of(
+    env: Env, layer: Layer, kinds: tuple[str, ...] = tuple(RECORD_TYPES)
+) -> Operation[list[MemoryRecord]]:
+    """Every current record of ``kinds`` in ``layer`` (exact namespace)."""
+    flt = kind_filter(env, kinds)
+    items = yield from paged(env.caps, layer.ns, flt)
+    out = []
+    for item in items:
+        if tuple(item.namespace) != layer.ns:
+            continue
+        rec = env.record(item, layer)
+        if rec.type in kinds:
+            out.append(rec)
+    return out
+
+
+def kind_filter(env: Env, kinds: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """A store filter selecting ``kinds`` (empty when notes are wanted: their
+    items may carry any kind, or none, and are told apart in Python)."""
+    if "note" in kinds:
+        return {}
+    if len(kinds) == 1:
+        return {"kind": kinds[0]}
+    return {"kind": {"$in": list(kinds)}} if "$in" in env.caps.operators else {}

@@ -1,26 +1,38 @@
-"""Record shapes: one dataclass per memory type, stored as plain store values.
+"""Record shapes: one dataclass per memory type, and the one stored value
+shape every surface reads.
 
-Every record lives at ``(root, tenant, type)`` / ``id`` in the store; its layer
-is a field (``layer``, ``layer_id`` and their join ``layer_ref``), so ``get``
-by type and id is one store read and a layered search is a filter. ``live`` is
-True exactly when the record may be returned by recall and search; the engine
-keeps it in step with the record's state so stores filter on it cheaply.
+A memory is a store item in a layer's namespace (see :mod:`.layout`), keyed by
+its id, whose value is::
+
+    {"kind": "fact", "content": "Lives in Berlin", "category": "context",
+     "confidence": 0.9, "created_at": "...", ...}
+
+``content`` is always there (text, or a dict for LangMem-style structured
+memories) and ``kind`` names the type: ``note``, ``fact``, ``episode``,
+``rule``, or a schema name written by a LangMem store manager (read as a
+note). Items written by other code with ``{"content": ...}`` only, or by
+older versions, are read as notes. Where the record lives (tenant, layer,
+layer id) and whether it is current (``live``) come from its namespace, not
+from the value; memories that are no longer current (superseded, retracted,
+expired, forgotten) move to the layer's archive namespace.
 
 Timestamps are ISO-8601 UTC strings with microseconds (they sort as text).
 
 Example:
     >>> f = Fact(id="f1", tenant_id="t", layer="user", layer_id="u1",
     ...          content="likes tea", subject="user", predicate="drink")
-    >>> Fact.from_value(f.to_value()) == f
+    >>> value = f.to_value()
+    >>> value["kind"], value["content"]
+    ('fact', 'likes tea')
+    >>> Fact.from_value(value, id="f1", tenant_id="t", layer="user", layer_id="u1") == f
     True
-    >>> f.type
-    'fact'
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -28,7 +40,27 @@ from typing import Any, ClassVar
 
 from . import policy
 
-__all__ = ["Episode", "Fact", "MemoryEvent", "MemoryRecord", "Note", "Rule", "new_id", "ts"]
+__all__ = [
+    "Episode",
+    "Fact",
+    "MemoryEvent",
+    "MemoryRecord",
+    "Note",
+    "Rule",
+    "content_text",
+    "new_id",
+    "record_from_item",
+    "ts",
+]
+
+#: Fields that say where a record is, never stored in its value.
+PLACEMENT = frozenset({"id", "tenant_id", "layer", "layer_id", "live"})
+#: Fields kept in separate reference-count items, never stored in the value.
+COUNTERS = frozenset({"reference_count", "last_referenced_at"})
+_NOT_STORED = PLACEMENT | COUNTERS | {"extra"}
+# Keys that are never kept as extra: the kind, and where-it-lives fields that
+# values written by the first release carried.
+_NOT_EXTRA = _NOT_STORED | {"kind", "type", "layer_ref"}
 
 
 def new_id() -> str:
@@ -67,7 +99,7 @@ class MemoryRecord:
     tenant_id: str
     layer: str
     layer_id: str
-    content: str
+    content: Any
     scope: str = "global"
     tags: list[str] = field(default_factory=list)
     importance: float = 5.0
@@ -78,25 +110,63 @@ class MemoryRecord:
     reference_count: int = 0
     last_referenced_at: str | None = None
     live: bool = True
+    #: Keys of the stored value this record type does not know (written by
+    #: another program or a newer version): kept and written back unchanged.
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def layer_ref(self) -> str:
         return f"{self.layer}:{self.layer_id}"
 
+    @property
+    def kind(self) -> str:
+        """The stored ``kind`` (the type, or a store manager's schema name)."""
+        return self.type
+
+    @property
+    def text(self) -> str:
+        """The content as text (structured content as compact JSON; an item
+        without content shows its other fields)."""
+        return content_text(self.extra if self.content is None else self.content)
+
     def to_value(self) -> dict[str, Any]:
-        """The dict stored in the store (with ``type`` and ``layer_ref`` added
-        so stores can filter on them)."""
-        value = dataclasses.asdict(self)
-        value["type"] = self.type
-        value["layer_ref"] = self.layer_ref
+        """The dict stored in the store: ``kind``, ``content`` and the record's
+        own fields (empty and None ones left out)."""
+        value: dict[str, Any] = {**self.extra, "kind": self.kind, "content": self.content}
+        for f in dataclasses.fields(self):
+            name = f.name
+            if name in PLACEMENT or name in COUNTERS or name == "extra" or name in value:
+                continue
+            v = getattr(self, name)
+            if v is None or (isinstance(v, dict | list) and not v):
+                continue
+            value[name] = v
         return value
 
+    def to_dict(self) -> dict[str, Any]:
+        """Everything about the record, for display and JSON output: where it is
+        (``id``, ``type``, ``tenant_id``, ``layer``, ``layer_id``, ``live``), its
+        reference count, and its stored value."""
+        return {
+            "id": self.id,
+            "type": self.type,
+            "tenant_id": self.tenant_id,
+            "layer": self.layer,
+            "layer_id": self.layer_id,
+            "live": self.live,
+            "reference_count": self.reference_count,
+            "last_referenced_at": self.last_referenced_at,
+            **self.to_value(),
+        }
+
     @classmethod
-    def from_value(cls, value: dict[str, Any]) -> Any:
-        """Rebuild a record from a stored dict, ignoring unknown keys (records
-        written by a newer version stay readable)."""
+    def from_value(cls, value: dict[str, Any], **placement: Any) -> Any:
+        """Rebuild a record from a stored dict and where it was found, ignoring
+        unknown keys (records written by a newer version stay readable)."""
         names = _field_names(cls)
-        return cls(**{k: v for k, v in value.items() if k in names})
+        fields = {k: v for k, v in value.items() if k in names and k not in _NOT_STORED}
+        extra = {k: v for k, v in value.items() if k not in names and k not in _NOT_EXTRA}
+        return cls(**fields, extra=extra, **placement)
 
     def retrievable(self, now: str) -> bool:
         """Whether recall and search may return this record at time ``now``."""
@@ -105,9 +175,29 @@ class MemoryRecord:
 
 @dataclass
 class Note(MemoryRecord):
-    """Free content with metadata (seed 001's ``add``; the LangMem-style tools)."""
+    """Free content with metadata: what the LangMem-style tools save, the
+    provider contract's ``add``, and any item of another shape (a store
+    manager's ``{"kind": "Memory", "content": {...}}``, a plain
+    ``{"content": ...}``), whose ``kind`` is kept."""
 
     type: ClassVar[str] = "note"
+
+    stored_kind: str = "note"
+
+    @property
+    def kind(self) -> str:
+        return self.stored_kind
+
+    def to_value(self) -> dict[str, Any]:
+        # A note is often just what a tool saved: keep its value as small as
+        # LangMem's {"content": ...} plus its kind and timestamps.
+        value = super().to_value()
+        value.pop("stored_kind", None)
+        if value.get("scope") == "global":
+            del value["scope"]
+        if value.get("importance") == policy.NOTE_IMPORTANCE:
+            del value["importance"]
+        return value
 
 
 @dataclass
@@ -183,8 +273,57 @@ RECORD_TYPES: dict[str, type[MemoryRecord]] = {
 }
 
 
-def record_from_value(value: dict[str, Any]) -> MemoryRecord:
-    return RECORD_TYPES[value["type"]].from_value(value)
+def record_from_item(
+    item: Any, *, tenant_id: str, layer: str, layer_id: str, live: bool = True
+) -> MemoryRecord:
+    """The record a store item holds. Items that are not engine records (no or
+    an unknown ``kind``, or not a dict with ``content``) are read as notes;
+    missing timestamps come from the item.
+
+    Example:
+        >>> from langgraph.store.base import Item
+        >>> from datetime import datetime, timezone
+        >>> now = datetime(2025, 1, 1, tzinfo=timezone.utc)
+        >>> item = Item(value={"content": "x"}, key="k", namespace=("u",),
+        ...             created_at=now, updated_at=now)
+        >>> r = record_from_item(item, tenant_id="default", layer="user", layer_id="u")
+        >>> (r.type, r.kind, r.id, r.created_at[:10])
+        ('note', 'note', 'k', '2025-01-01')
+    """
+    value = item.value if isinstance(item.value, dict) else {"content": item.value}
+    kind = value.get("kind")
+    cls = RECORD_TYPES.get(kind) if isinstance(kind, str) else None
+    place = {"id": item.key, "tenant_id": tenant_id, "layer": layer, "layer_id": layer_id}
+    if cls is None or cls is Note:
+        names = _field_names(Note)
+        fields = {k: v for k, v in value.items() if k in names and k not in _NOT_STORED}
+        fields.pop("stored_kind", None)
+        fields.setdefault("content", value.get("content"))
+        extra = {k: v for k, v in value.items() if k not in names and k not in _NOT_EXTRA}
+        note = Note(**{**fields, **place}, live=live, extra=extra)
+        note.stored_kind = kind if isinstance(kind, str) and kind else "note"
+        record: MemoryRecord = note
+    else:
+        record = cls.from_value(value, **place, live=live)
+    if not record.created_at:
+        record.created_at = ts(item.created_at)
+    if not record.updated_at:
+        record.updated_at = ts(item.updated_at)
+    return record
+
+
+def content_text(content: Any) -> str:
+    """Content as text: strings as they are; LangMem's ``{"content": str}``
+    as its string; other structures as compact JSON."""
+    if isinstance(content, str):
+        return content
+    if (
+        isinstance(content, dict)
+        and set(content) == {"content"}
+        and isinstance(content["content"], str)
+    ):
+        return content["content"]
+    return json.dumps(content, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 @dataclass

@@ -119,6 +119,9 @@ MAX_PROFILE_FACTS = 500
 #: text similarity without an embedder) is merged into it instead of stored.
 MERGE_SIMILARITY = 0.95
 
+#: Importance of a note (what the memory tools save) unless given.
+NOTE_IMPORTANCE = 5.0
+
 # -- episodes ----------------------------------------------------------------
 EPISODE_IMPORTANCE = 5.0
 EPISODE_TTL = timedelta(days=7)

@@ -21,7 +21,15 @@ apply to them); what this module adds is the seed's collection behaviour:
   and ``delete_fact`` removes a fact; both raise ``KeyError``
   (:class:`~langmem_ext.errors.FactNotFoundError`) for an unknown id.
 
-The summary lives in one item per user at ``(root, tenant, "profile")``.
+Fact ids are checked before they are written: an id already used in the
+user's space or archive is drawn again, so a new fact never overwrites another
+(``BaseStore`` has no compare-and-set: the check and the write are two steps,
+and 8 hex digits give 4 billion ids per user, so a clash in between would need
+two writers drawing the same id for one user in the same instant).
+
+The profile also lists the user's notes (what the agent saved with the memory
+tools), so the prompt block shows everything the agent remembers. The summary
+lives in the user's ``profile`` bookkeeping namespace (see :mod:`.layout`).
 
 Example:
     >>> from langmem_ext import SQLiteStore
@@ -39,7 +47,6 @@ Example:
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -47,21 +54,12 @@ from typing import Any
 from langgraph.store.base import GetOp, PutOp, SearchOp
 
 from ..errors import FactNotFoundError, InvalidValueError
-from ..stores._ops import HybridSearchOp
+from ..stores import HybridSearchOp
 from . import policy
-from ._core import Batch, Step, paged
-from .layers import layer_id
-from .lifecycle import (
-    Env,
-    add_fields,
-    change,
-    check_content,
-    check_range,
-    load,
-    resolve_slot,
-    slot_of,
-)
-from .models import Fact
+from .env import Env, Layer, add_fields, check_content, check_range, free_fact_ids, load
+from .lifecycle import change, records_of, resolve_slot, slot_of
+from .models import Fact, MemoryRecord, Note
+from .requests import Batch, Operation
 from .scoring import best_first, text_similarity
 
 __all__ = [
@@ -71,7 +69,6 @@ __all__ = [
     "Profile",
     "ProfileUpdate",
     "SkippedFact",
-    "profile_fact_id",
 ]
 
 logger = logging.getLogger("langmem_ext.profile")
@@ -83,11 +80,6 @@ HISTORY_KEYS: tuple[str, ...] = ("recent", "earlier", "background")
 PROFILE_LAYER = "user"
 #: How many merge sources a fact's provenance keeps.
 MERGED_SOURCES = 10
-
-
-def profile_fact_id() -> str:
-    """A new profile fact id: ``fact_`` and 8 hex digits of a UUID4."""
-    return f"fact_{uuid.uuid4().hex[:8]}"
 
 
 @dataclass(frozen=True)
@@ -130,13 +122,15 @@ class ProfileUpdate:
 @dataclass
 class Profile:
     """Seed 004's memory data: ``user_context``, ``history`` and ``facts``
-    (active facts of the user's layer, confidence desc, then newest first)."""
+    (active facts of the user's layer, confidence desc, then newest first),
+    plus ``notes``: what the agent saved with the memory tools, newest first."""
 
     user_id: str
     user_context: dict[str, str] = field(default_factory=dict)
     history: dict[str, str] = field(default_factory=dict)
     facts: list[Fact] = field(default_factory=list)
     updated_at: str | None = None
+    notes: list[Note] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (facts with ``id``, ``content``, ``category``,
@@ -155,6 +149,10 @@ class Profile:
                     "updatedAt": f.updated_at,
                 }
                 for f in self.facts
+            ],
+            "notes": [
+                {"id": n.id, "content": n.content, "kind": n.kind, "createdAt": n.created_at}
+                for n in self.notes
             ],
             "updated_at": self.updated_at,
         }
@@ -197,28 +195,33 @@ def _ordered(facts: list[Fact]) -> list[Fact]:
     return best_first(facts, lambda f: f.confidence, lambda f: f.created_at, lambda f: f.id)
 
 
-def _ref(env: Env) -> str:
-    """The profile's layer ref (``user:<user_id>``); MISSING_IDENTIFIER without a user."""
-    return f"{PROFILE_LAYER}:{layer_id(PROFILE_LAYER, env.ctx)}"
+def _user(env: Env) -> Layer:
+    """The profile's layer (MISSING_IDENTIFIER without a user)."""
+    return env.layer(PROFILE_LAYER)
 
 
-def active_facts(env: Env) -> Step[list[Fact]]:
-    """The caller's active profile facts, in profile order."""
-    flt = {"layer_ref": _ref(env), "validity": "active"}
-    items = yield from paged(env.caps, env.ns("fact"), flt)
-    return _ordered([Fact.from_value(i.value) for i in items])
+def active_facts(env: Env) -> Operation[list[Fact]]:
+    """The caller's current profile facts, in profile order."""
+    records = yield from records_of(env, _user(env), ("fact",))
+    return _ordered([r for r in records if isinstance(r, Fact)])
 
 
-def get_profile(env: Env) -> Step[Profile]:
-    [item] = yield Batch([GetOp(env.ns("profile"), _ref(env))])
-    facts = yield from active_facts(env)
+def get_profile(env: Env) -> Operation[Profile]:
+    layer = _user(env)
+    [item] = yield Batch([GetOp(env.meta(layer, "profile"), "profile")])
+    current = yield from records_of(env, layer, ("fact", "note"))
+    facts = _ordered([r for r in current if isinstance(r, Fact)])
+    notes: list[MemoryRecord] = sorted(
+        (r for r in current if isinstance(r, Note)), key=lambda n: (n.created_at, n.id)
+    )[::-1]
     value = item.value if item is not None else {}
     return Profile(
-        user_id=layer_id(PROFILE_LAYER, env.ctx),
+        user_id=layer.id,
         user_context=dict(value.get("user_context") or {}),
         history=dict(value.get("history") or {}),
         facts=facts,
         updated_at=value.get("updated_at"),
+        notes=notes,  # type: ignore[arg-type]
     )
 
 
@@ -236,12 +239,12 @@ def _check_section(name: str, keys: tuple[str, ...], given: Any) -> dict[str, st
     return dict(given)
 
 
-def update_profile(env: Env, user_context: Any, history: Any) -> Step[Profile]:
+def update_profile(env: Env, user_context: Any, history: Any) -> Operation[Profile]:
     """Merge the given summary entries (an empty string clears one)."""
     ctx_part = _check_section("user_context", CONTEXT_KEYS, user_context)
     hist_part = _check_section("history", HISTORY_KEYS, history)
-    key = _ref(env)
-    [item] = yield Batch([GetOp(env.ns("profile"), key)])
+    ns = env.meta(_user(env), "profile")
+    [item] = yield Batch([GetOp(ns, "profile")])
     value = dict(item.value) if item is not None else {}
     merged = {
         "user_context": {**(value.get("user_context") or {}), **ctx_part},
@@ -251,30 +254,31 @@ def update_profile(env: Env, user_context: Any, history: Any) -> Step[Profile]:
         for k in [k for k, v in section.items() if not v]:
             del section[k]
     merged["updated_at"] = env.stamp
-    yield Batch([PutOp(env.ns("profile"), key, merged, False)])
+    yield Batch([PutOp(ns, "profile", merged, False)])
     return (yield from get_profile(env))
 
 
 def _near_duplicates(
     env: Env, candidates: list[FactCandidate], existing: list[Fact]
-) -> Step[list[Fact | None]]:
+) -> Operation[list[Fact | None]]:
     """For each candidate, the active fact it nearly duplicates, if any."""
     if not existing or not candidates:
         return [None] * len(candidates)
     if env.caps.embeds:
         # One vector search per candidate, in one batch: the store compares
         # against its stored vectors, nothing already stored is embedded again.
-        flt = {"layer_ref": _ref(env), "validity": "active"}
+        ns, flt = _user(env).ns, {"kind": "fact"}
         ops: list[Any] = [
-            HybridSearchOp(env.ns("fact"), flt, 1, 0, c.content, False, "vector")
+            HybridSearchOp(ns, flt, 3, 0, c.content, False, "vector")
             if env.caps.modes
-            else SearchOp(env.ns("fact"), flt, 1, 0, c.content, False)
+            else SearchOp(ns, flt, 3, 0, c.content, False)
             for c in candidates
         ]
         results = yield Batch(ops)
         by_id = {f.id: f for f in existing}
         out: list[Fact | None] = []
-        for hits in results:
+        for found in results:
+            hits = [h for h in found if tuple(h.namespace) == ns]
             top = hits[0] if hits else None
             ok = top is not None and top.score is not None
             near = ok and top.score >= policy.MERGE_SIMILARITY and top.key in by_id
@@ -295,7 +299,7 @@ def add_facts(
     threshold: float,
     max_facts: int,
     provenance: Mapping[str, Any] | None,
-) -> Step[ProfileUpdate]:
+) -> Operation[ProfileUpdate]:
     """Add facts under the collection rules of the module docstring. Every
     candidate is validated before anything is written."""
     checked = [_check_candidate(env, c) for c in candidates]
@@ -326,6 +330,8 @@ def add_facts(
     puts: list[PutOp] = []
     merged: dict[str, Fact] = {}
     slots: list[str] = []
+    new_count = sum(1 for c in fresh if near_of.get(id(c)) is None)
+    ids = yield from free_fact_ids(env, _user(env), new_count)
     for c in fresh:
         near = near_of.get(id(c))
         if near is not None:
@@ -340,7 +346,7 @@ def add_facts(
             )
             logger.info("merged near-duplicate fact into %s: %r", near.id, c.content)
             continue
-        fact = _new_fact(env, c, by_id.get(c.replaces or ""), prov)
+        fact = _new_fact(env, c, by_id.get(c.replaces or ""), prov, ids.pop())
         out.added.append(fact)
         puts += [env.put(fact), env.event(fact, "created")]
         if c.subject or c.predicate or (c.replaces and c.replaces in by_id):
@@ -352,15 +358,18 @@ def add_facts(
     if puts:
         yield Batch(puts)
         env.sized(out.added, +1)
+    layer = _user(env)
     for slot in dict.fromkeys(slots):
-        out.superseded += yield from resolve_slot(env, slot)
+        out.superseded += yield from resolve_slot(env, layer, slot)
     out.removed = yield from _evict(env, existing, out, max_facts)
     return out
 
 
-def _new_fact(env: Env, c: FactCandidate, replaced: Fact | None, prov: dict[str, Any]) -> Fact:
+def _new_fact(
+    env: Env, c: FactCandidate, replaced: Fact | None, prov: dict[str, Any], fact_id: str
+) -> Fact:
     fields = add_fields(env, c.content, PROFILE_LAYER, "global", None)
-    fields["id"] = profile_fact_id()
+    fields["id"] = fact_id
     if replaced is not None:
         subject, predicate = replaced.subject, replaced.predicate
     else:
@@ -378,7 +387,9 @@ def _new_fact(env: Env, c: FactCandidate, replaced: Fact | None, prov: dict[str,
     )
 
 
-def _evict(env: Env, existing: list[Fact], out: ProfileUpdate, max_facts: int) -> Step[list[str]]:
+def _evict(
+    env: Env, existing: list[Fact], out: ProfileUpdate, max_facts: int
+) -> Operation[list[str]]:
     """Remove the lowest-confidence existing facts over ``max_facts`` (seed
     004: the new facts are always kept)."""
     gone = set(out.superseded)
@@ -386,6 +397,7 @@ def _evict(env: Env, existing: list[Fact], out: ProfileUpdate, max_facts: int) -
     excess = len(survivors) + len(out.added) - max_facts
     if excess <= 0:
         return []
+    layer = _user(env)
     # Lowest confidence first; among equals the oldest goes first.
     victims = sorted(survivors, key=lambda f: (f.confidence, f.created_at, f.id))[:excess]
     puts: list[PutOp] = []
@@ -393,14 +405,14 @@ def _evict(env: Env, existing: list[Fact], out: ProfileUpdate, max_facts: int) -
         logger.info(
             "removed fact %s (confidence %.2f) over max_facts=%d", f.id, f.confidence, max_facts
         )
-        puts += [PutOp(env.ns("fact"), f.id, None), env.event(f, "deleted", reason="max_facts")]
+        puts += [PutOp(layer.ns, f.id, None), env.event(f, "deleted", reason="max_facts")]
     yield Batch(puts)
     env.sized(victims, -1)
     return [f.id for f in victims]
 
 
-def _require_fact(env: Env, id: str) -> Step[Fact]:
-    record = yield from load(env, ["fact"], id)
+def _require_fact(env: Env, id: str) -> Operation[Fact]:
+    record = yield from load(env, ["fact"], id, archived=False)
     if not isinstance(record, Fact):
         raise FactNotFoundError(f"no fact with id {id!r} in this profile", id=id)
     return record
@@ -408,7 +420,7 @@ def _require_fact(env: Env, id: str) -> Step[Fact]:
 
 def update_fact(
     env: Env, id: str, content: str | None, category: str | None, confidence: float | None
-) -> Step[Fact]:
+) -> Operation[Fact]:
     """Change only the given fields; ``created_at`` stays."""
     if content is not None:
         check_content(env, content)
@@ -428,9 +440,9 @@ def update_fact(
     return new
 
 
-def delete_fact(env: Env, id: str) -> Step[None]:
+def delete_fact(env: Env, id: str) -> Operation[None]:
     """Remove a fact (its audit events stay); ``KeyError`` when unknown."""
     old = yield from _require_fact(env, id)
-    yield Batch([PutOp(env.ns("fact"), old.id, None), env.event(old, "deleted")])
-    env.sized([old] if old.live else [], -1)
+    yield Batch([PutOp(env.layer_of(old).ns, old.id, None), env.event(old, "deleted")])
+    env.sized([old], -1)
     return None

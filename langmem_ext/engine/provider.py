@@ -6,6 +6,14 @@ operation is written once, as a generator (see :mod:`._core`).
 initialize / shutdown are the store's own ``setup`` / ``close`` (see
 :meth:`MemoryEngine.setup`); they are not generators because ``BaseStore`` has
 no op for them.
+
+Example:
+    >>> from langmem_ext import SQLiteStore
+    >>> from langmem_ext.engine import MemoryContext, MemoryEngine
+    >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext(user_id="ada")
+    >>> _ = engine.bulk_add(ctx, ["likes tea", "has a cat"])
+    >>> engine.storage_size(ctx)["user"], engine.health_check()["healthy"]
+    (2, True)
 """
 
 from __future__ import annotations
@@ -17,9 +25,12 @@ from typing import Any, TypedDict
 from langgraph.store.base import BaseStore, GetOp, PutOp
 
 from ..errors import InvalidValueError
-from ._core import Batch, Embed, Step, StoreCaps, paged
-from .lifecycle import Env, add_fields, check_content
-from .models import RECORD_TYPES, MemoryRecord, Note, record_from_value
+from . import layout
+from ._core import StoreCaps
+from .env import Env, add_fields, check_content, load_many
+from .lifecycle import records_of
+from .models import MemoryRecord, Note
+from .requests import Batch, Embed, Operation
 
 __all__ = ["HealthStatus", "capabilities"]
 
@@ -36,12 +47,12 @@ class HealthStatus(TypedDict):
     type name when unhealthy."""
 
 
-def health_check(root: str) -> Step[HealthStatus]:
+def health_check() -> Operation[HealthStatus]:
     """Read one key; a store failure becomes ``healthy: False``, not an error."""
     start = time.perf_counter()
     error: str | None = None
     try:
-        yield Batch([GetOp((root, "_health"), "_")])
+        yield Batch([GetOp((layout.META, "health"), "_")])
     except Exception as e:  # thrown in by the runner after its retries
         error = getattr(e, "code", None) or type(e).__name__
     ms = round((time.perf_counter() - start) * 1000, 3)
@@ -89,7 +100,7 @@ def _entry(item: str | Mapping[str, Any]) -> dict[str, Any]:
 
 def bulk_add(
     env: Env, items: Sequence[str | Mapping[str, Any]], layer: str | None
-) -> Step[list[Note]]:
+) -> Operation[list[Note]]:
     """Validate every note first (a bad item writes nothing), then put all
     notes and their audit events in one store batch."""
     if isinstance(items, str | bytes) or not isinstance(items, Sequence):
@@ -113,32 +124,24 @@ def bulk_add(
     return notes
 
 
-def bulk_delete(env: Env, ids: Sequence[str]) -> Step[list[str]]:
-    """Delete many memories of any type: one batch of reads, one of writes.
-    Unknown ids are skipped (idempotent, like ``delete``); returns the ids removed."""
+def bulk_delete(env: Env, ids: Sequence[str]) -> Operation[list[str]]:
+    """Delete many memories of any type in one batch of writes. Unknown ids are
+    skipped (idempotent, like ``delete``); returns the ids removed."""
     if isinstance(ids, str) or not all(isinstance(i, str) for i in ids):
         raise InvalidValueError(f"ids must be a list of strings, got {ids!r}")
     wanted = list(dict.fromkeys(i for i in ids if i))
-    if not wanted:
-        return []
-    kinds = list(RECORD_TYPES)
-    items = yield Batch([GetOp(env.ns(k), i) for i in wanted for k in kinds], parallel=True)
-    refs = set(env.refs())
-    found: list[MemoryRecord] = [
-        record_from_value(it.value)
-        for it in items
-        if it is not None and it.value.get("layer_ref") in refs
-    ]
+    records = yield from load_many(env, None, wanted, archived=False)
+    found: list[MemoryRecord] = [r for r in records if r is not None]
     if found:
         ops: list[PutOp] = []
         for r in found:
-            ops += [PutOp(env.ns(r.type), r.id, None), env.event(r, "deleted")]
+            ops += [PutOp(env.layer_of(r).ns, r.id, None), env.event(r, "deleted")]
         yield Batch(ops)
-        env.sized([r for r in found if r.live], -1)
+        env.sized(found, -1)
     return [r.id for r in found]
 
 
-def generate_embedding(env: Env, text: str) -> Step[list[float] | None]:
+def generate_embedding(env: Env, text: str) -> Operation[list[float] | None]:
     """The store's embedding of ``text`` (None when the store has no embedder).
     Goes through the store's embedder, so its cache (if any) is used."""
     check_content(env, text, "text")
@@ -146,17 +149,13 @@ def generate_embedding(env: Env, text: str) -> Step[list[float] | None]:
     return list(vectors[0]) if vectors else None
 
 
-def storage_size(env: Env) -> Step[dict[str, int]]:
+def storage_size(env: Env) -> Operation[dict[str, int]]:
     """Live memories per readable layer (all types), read page by page (O(n));
     also resets the ``memory.storage.size`` gauge for those layers."""
-    refs = env.refs()
-    counts = dict.fromkeys(refs, 0)
-    for kind in RECORD_TYPES:
-        rows = yield from paged(env.caps, env.ns(kind), {"live": True})
-        for it in rows:
-            ref = it.value.get("layer_ref")
-            if ref in counts and record_from_value(it.value).retrievable(env.stamp):
-                counts[ref] += 1
+    counts: dict[str, int] = {}
+    for layer in env.layers():
+        records = yield from records_of(env, layer)
+        counts[layer.ref] = sum(1 for r in records if r.retrievable(env.stamp))
     if env.metrics is not None:
         env.metrics.set_sizes(env.tenant, counts)
     out: dict[str, int] = {}

@@ -1,28 +1,42 @@
 """Reads, each written once as a generator (see :mod:`._core`): get, search,
 layered search (seed 001), recall (seed 003), list with cursors, stats.
 
-Reference counts live in their own items (``(root, tenant, "refs")``, one per
-memory) rather than in the records, so bumping a count can never write back a
-stale copy of a record that a concurrent ``forget`` just changed.
+Reference counts live in their own items (the layer's ``refs`` bookkeeping
+namespace, one per memory) rather than in the records, so bumping a count can
+never write back a stale copy of a record that a concurrent ``forget`` just
+changed. Every read names the caller's layer namespaces only (see
+:mod:`.layout`) and keeps only items found exactly in them.
+
+Example:
+    >>> from langmem_ext import SQLiteStore
+    >>> from langmem_ext.engine import MemoryContext, MemoryEngine
+    >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext(user_id="ada")
+    >>> _ = engine.store_fact(ctx, "user", "drink", "Drinks green tea every morning")
+    >>> [h.content for h in engine.search(ctx, "tea")]
+    ['Drinks green tea every morning']
+    >>> engine.search(MemoryContext(user_id="bob"), "tea")  # another user's space
+    []
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.store.base import GetOp, Item, PutOp
 
 from ..errors import InvalidValueError
-from ..stores._ops import SEARCH_MODES
+from ..stores import SEARCH_MODES
 from . import policy
-from ._core import Batch, Embed, Step, matches, paged, search_ops
-from .layers import check_layer, layer_id, precedence, resolve_layers
-from .lifecycle import Env, check_range, check_type, load, require
-from .models import RECORD_TYPES, Episode, Fact, MemoryRecord, Rule, parse_ts, record_from_value
+from ._core import matches, paged, search_ops
+from .env import Env, Layer, check_range, check_type, load, require
+from .layers import precedence
+from .lifecycle import records_of
+from .models import RECORD_TYPES, Episode, Fact, MemoryRecord, Rule, parse_ts
+from .requests import Batch, Embed, Operation
 from .scoring import (
     DUPLICATE_SIMILARITY,
     composite,
@@ -94,43 +108,53 @@ def _check_limit(limit: Any) -> int:
     return limit
 
 
+def _refs_ns(env: Env, record: MemoryRecord) -> tuple[str, ...]:
+    return env.meta(env.layer_of(record), "refs")
+
+
 def _with_refs(records: list[MemoryRecord], items: list[Item | None], env: Env) -> None:
-    for rec, item in zip(records, items):
+    for rec, item in zip(records, items, strict=True):
         if item is not None:
             rec.reference_count = int(item.value.get("count", 0))
             rec.last_referenced_at = item.value.get("last_referenced_at")
 
 
-def bump(env: Env, records: Sequence[MemoryRecord], counted: bool = False) -> Step[None]:
+def read_refs(env: Env, records: Sequence[MemoryRecord]) -> Operation[None]:
+    """Fill the records' reference counts from their counter items."""
+    if records:
+        items = yield Batch([GetOp(_refs_ns(env, r), r.id) for r in records])
+        _with_refs(list(records), items, env)
+    return None
+
+
+def bump(env: Env, records: Sequence[MemoryRecord], counted: bool = False) -> Operation[None]:
     """Add one reference to each record. ``counted``: the records' counts were
     just read (recall reads them for recency), so only the writes remain."""
     if not records:
         return None
     if not counted:
-        items = yield Batch([GetOp(env.ns("refs"), r.id) for r in records])
-        _with_refs(list(records), items, env)
+        yield from read_refs(env, records)
     puts = []
     for r in records:
         r.reference_count += 1
         r.last_referenced_at = env.stamp
         value = {"count": r.reference_count, "last_referenced_at": env.stamp, "type": r.type}
-        puts.append(PutOp(env.ns("refs"), r.id, value, False))
+        puts.append(PutOp(_refs_ns(env, r), r.id, value, False))
     yield Batch(puts)
     return None
 
 
-def get(env: Env, id: str, kind: str | None) -> Step[MemoryRecord | None]:
-    """Seed 001 get: the record, or None (no error) when it does not exist."""
-    kinds = [check_type(kind)] if kind else list(RECORD_TYPES)
+def get(env: Env, id: str, kind: str | None) -> Operation[MemoryRecord | None]:
+    """The provider contract's get: the record, or None (no error) when it does not exist."""
+    kinds = [check_type(kind)] if kind else None
     record = yield from load(env, kinds, id)
     if record is not None:
-        items = yield Batch([GetOp(env.ns("refs"), record.id)])
-        _with_refs([record], items, env)
+        yield from read_refs(env, [record])
     return record
 
 
-def get_memory(env: Env, kind: str, id: str) -> Step[MemoryRecord]:
-    """Seed 003 ``memory_get``: the full record, reference count bumped;
+def get_memory(env: Env, kind: str, id: str) -> Operation[MemoryRecord]:
+    """The ``memory_get`` tool: the full record, reference count bumped;
     MEMORY_NOT_FOUND for an unknown id."""
     record = yield from require(env, kind, id)
     yield from bump(env, [record])
@@ -138,39 +162,51 @@ def get_memory(env: Env, kind: str, id: str) -> Step[MemoryRecord]:
 
 
 def _collect(
-    env: Env, results: list[list[Any]], checks: list[Any]
+    env: Env,
+    results: list[list[Any]],
+    owners: list[tuple[Layer, Any]],
+    types: Sequence[str],
+    scopes: list[str] | None = None,
 ) -> list[tuple[MemoryRecord, float | None]]:
-    seen: dict[str, tuple[MemoryRecord, float | None]] = {}
-    for items, check in zip(results, checks, strict=True):
+    """Retrievable records of ``types`` (and ``scopes``) found exactly in the
+    layer each op read."""
+    seen: dict[tuple[str, str], tuple[MemoryRecord, float | None]] = {}
+    for items, (layer, check) in zip(results, owners, strict=True):
         for item in items:
-            if item.key in seen or not check(item.value):
+            key = (layer.ref, item.key)
+            if key in seen or tuple(item.namespace) != layer.ns or not check(item.value):
                 continue
-            rec = record_from_value(item.value)
-            if rec.retrievable(env.stamp):
-                seen[item.key] = (rec, item.score)
+            rec = env.record(item, layer)
+            if scopes and rec.scope not in scopes:
+                continue
+            if rec.type in types and rec.retrievable(env.stamp):
+                seen[key] = (rec, item.score)
     return list(seen.values())
 
 
 def _layered_ops(
     env: Env,
-    types: Iterable[str],
-    refs: list[str],
+    types: Sequence[str],
+    layers: list[Layer],
     scopes: list[str] | None,
     extra: dict[str, Any] | None,
     query: str | None,
     limit: int,
     mode: str | None,
-) -> tuple[list[Any], list[Any]]:
+) -> tuple[list[Any], list[tuple[Layer, Any]]]:
     ops: list[Any] = []
-    checks: list[Any] = []
-    any_of: dict[str, list[Any]] = {"layer_ref": refs}
-    if scopes:
+    owners: list[tuple[Layer, Any]] = []
+    any_of: dict[str, list[Any]] = {}
+    if "note" not in types:
+        any_of["kind"] = list(types)
+    # Notes leave the default scope out of their value: filter them in Python.
+    if scopes and "note" not in types:
         any_of["scope"] = scopes
-    for t in types:
+    for layer in layers:
         o, check = search_ops(
             env.caps,
-            env.ns(t),
-            eq={"live": True},
+            layer.ns,
+            eq={},
             any_of=any_of,
             extra=extra,
             query=query,
@@ -178,8 +214,8 @@ def _layered_ops(
             mode=mode,
         )
         ops += o
-        checks += [check] * len(o)
-    return ops, checks
+        owners += [(layer, check)] * len(o)
+    return ops, owners
 
 
 def _tags_ok(record: MemoryRecord, tags: list[str] | None) -> bool:
@@ -198,7 +234,7 @@ def search(
     layers: Sequence[str] | None,
     tags: list[str] | None,
     filter: dict[str, Any] | None,
-) -> Step[list[Hit]]:
+) -> Operation[list[Hit]]:
     """Seed 003 search: the chosen types in every readable layer, ranked by
     relevance (score desc, created_at desc, id asc)."""
     types = list(SEARCH_TYPES if types is None else types)
@@ -211,22 +247,22 @@ def search(
     _check_limit(limit)
     if min_confidence is not None:
         check_range("min_confidence", min_confidence, policy.CONFIDENCE_RANGE)
-    pairs = resolve_layers(layers, env.ctx)
-    refs = [f"{la}:{lid}" for la, lid in pairs]
+    read = env.layers(layers)
     fetch = limit * 3 + 10 if (tags or min_confidence is not None) else limit + 5
-    ops, checks = _layered_ops(env, types, refs, _scopes(scope), filter, query, fetch, mode)
+    scopes = _scopes(scope)
+    ops, owners = _layered_ops(env, types, read, scopes, filter, query, fetch, mode)
     results = yield Batch(ops)
     hits: list[Hit] = []
-    for rec, score in _collect(env, results, checks):
+    for rec, score in _collect(env, results, owners, types, scopes):
         conf = effective_confidence(rec, env)
         if not _tags_ok(rec, tags):
             continue
         if min_confidence is not None and conf is not None and conf < min_confidence:
             continue
-        hits.append(Hit(rec.type, rec.id, rec.content, relevance(score), conf, rec.layer, rec))
+        hits.append(Hit(rec.type, rec.id, rec.text, relevance(score), conf, rec.layer, rec))
     hits.sort(key=lambda h: h.record.created_at, reverse=True)
     hits.sort(key=lambda h: -h.score)  # stable: ties keep created_at desc
-    env.observe_results("search", [la for la, _ in pairs], hits[:limit])
+    env.observe_results("search", [la.name for la in read], hits[:limit])
     return hits[:limit]
 
 
@@ -238,23 +274,19 @@ def recall(
     limit: int,
     layers: Sequence[str] | None,
     bump_refs: bool = True,
-) -> Step[list[Hit]]:
+) -> Operation[list[Hit]]:
     """Seed 003 recall: facts and rules by composite score; bumps references
     (``bump_refs=False``: the caller bumps the ones it uses, counts already read)."""
     if not isinstance(topic, str) or not topic.strip():
         raise InvalidValueError(f"topic must be a non-empty string, got {topic!r}")
     _check_limit(limit)
-    pairs = resolve_layers(layers, env.ctx)
-    refs = [f"{la}:{lid}" for la, lid in pairs]
+    read = env.layers(layers)
     mode = env.config.recall_mode if env.caps.embeds and env.caps.modes else None
-    ops, checks = _layered_ops(
-        env, ("fact", "rule"), refs, _scopes(scope), None, topic, limit * 3, mode
-    )
+    types = ("fact", "rule")
+    ops, owners = _layered_ops(env, types, read, _scopes(scope), None, topic, limit * 3, mode)
     results = yield Batch(ops)
-    found = _collect(env, results, checks)
-    if found:
-        counters = yield Batch([GetOp(env.ns("refs"), r.id) for r, _ in found])
-        _with_refs([r for r, _ in found], counters, env)
+    found = _collect(env, results, owners, types)
+    yield from read_refs(env, [r for r, _ in found])
     w = env.config.weights
     hits: list[Hit] = []
     for rec, score in found:
@@ -270,7 +302,7 @@ def recall(
             confidence=conf,
             weights=w,
         )
-        hits.append(Hit(rec.type, rec.id, rec.content, s, conf, rec.layer, rec))
+        hits.append(Hit(rec.type, rec.id, rec.text, s, conf, rec.layer, rec))
     hits.sort(key=lambda h: (h.record.created_at, h.id), reverse=True)
     hits.sort(key=lambda h: -h.score)
     hits = hits[:limit]
@@ -278,7 +310,7 @@ def recall(
     # (one store round trip fewer per recall).
     if bump_refs:
         yield from bump(env, [h.record for h in hits], counted=True)
-    env.observe_results("recall", [la for la, _ in pairs], hits)
+    env.observe_results("recall", [la.name for la in read], hits)
     return hits
 
 
@@ -292,7 +324,7 @@ def search_layers(
     types: Sequence[str] | None,
     tags: list[str] | None,
     filter: dict[str, Any] | None,
-) -> Step[list[Hit]]:
+) -> Operation[list[Hit]]:
     """Seed 001 search: one search per readable layer, all issued together;
     results at or above ``threshold`` ordered by layer precedence then score;
     lower-precedence near-duplicates dropped."""
@@ -302,26 +334,22 @@ def search_layers(
     types = list(RECORD_TYPES if types is None else types)
     for t in types:
         check_type(t)
-    pairs = resolve_layers(layers, env.ctx)
+    read = env.layers(layers)
     mode = "vector" if env.caps.embeds else "keyword"
-    ops: list[Any] = []
-    checks: list[Any] = []
-    for la, lid in pairs:  # one group of ops per layer: the layers run concurrently
-        o, c = _layered_ops(env, types, [f"{la}:{lid}"], None, filter, query, limit * 2, mode)
-        ops += o
-        checks += c
+    # One group of ops per layer, issued together: the layers run concurrently.
+    ops, owners = _layered_ops(env, types, read, None, filter, query, limit * 2, mode)
     results = yield Batch(ops, parallel=True)
     hits = [
         Hit(
             r.type,
             r.id,
-            r.content,
+            r.text,
             relevance(s) if s is not None else 0.0,
             effective_confidence(r, env),
             r.layer,
             r,
         )
-        for r, s in _collect(env, results, checks)
+        for r, s in _collect(env, results, owners, types)
         if _tags_ok(r, tags) and s is not None and s >= threshold
     ]
     hits.sort(key=lambda h: (precedence(h.layer), -h.score, _neg(h.record.created_at), h.id))
@@ -338,7 +366,7 @@ def search_layers(
         if not dup:
             kept.append((h, v))
     out = [h for h, _ in kept][:limit]
-    env.observe_results("search_layers", [la for la, _ in pairs], out)
+    env.observe_results("search_layers", [la.name for la in read], out)
     return out
 
 
@@ -370,29 +398,22 @@ def list_memories(
     tags: list[str] | None,
     limit: int,
     cursor: str | None,
-) -> Step[Page]:
+) -> Operation[Page]:
     """Seed 001 list: live memories newest first, ``limit`` per page, a keyset
     cursor (stable while memories are added) and the total matching count."""
     _check_limit(limit)
     types = list(RECORD_TYPES if types is None else types)
     for t in types:
         check_type(t)
-    refs = (
-        {f"{layer}:{layer_id(check_layer(layer), env.ctx)}"}
-        if layer
-        else {f"{la}:{lid}" for la, lid in resolve_layers(None, env.ctx)}
-    )
+    read = env.layers([layer] if layer else None)
     if filter is not None:
         matches({}, filter)  # validate before reading
     after = _decode_cursor(cursor) if cursor else None
     rows: list[MemoryRecord] = []
-    for t in types:
-        items = yield from paged(env.caps, env.ns(t), {"live": True})
-        for it in items:
-            v = it.value
-            if v.get("layer_ref") not in refs or (filter and not matches(v, filter)):
+    for la in read:
+        for rec in (yield from records_of(env, la, tuple(types))):
+            if filter and not matches(rec.to_value(), filter):
                 continue
-            rec = record_from_value(v)
             if rec.retrievable(env.stamp) and _tags_ok(rec, tags):
                 rows.append(rec)
     rows.sort(key=lambda r: (r.created_at, r.id), reverse=True)
@@ -404,19 +425,17 @@ def list_memories(
     return Page(page, nxt, total, {"layer": layer, "types": types})
 
 
-def stats(env: Env, scope: str | None) -> Step[dict[str, Any]]:
+def stats(env: Env, scope: str | None) -> Operation[dict[str, Any]]:
     """Seed 003 stats: counts of the caller's readable memories (only scopes
     ``global`` and ``scope`` when given)."""
     scopes = _scopes(scope)
-    refs = {f"{la}:{lid}" for la, lid in resolve_layers(None, env.ctx)}
-    recs: dict[str, list[Any]] = {}
-    for t in ("fact", "rule", "episode", "note"):
-        items = yield from paged(env.caps, env.ns(t), {})
-        recs[t] = [
-            record_from_value(i.value)
-            for i in items
-            if i.value.get("layer_ref") in refs and (not scopes or i.value.get("scope") in scopes)
-        ]
+    recs: dict[str, list[Any]] = {t: [] for t in RECORD_TYPES}
+    for la in env.layers():
+        current = yield from records_of(env, la)
+        archived = yield from paged(env.caps, env.meta(la, "archive"), {})
+        for rec in [*current, *(env.record(i, la, live=False) for i in archived)]:
+            if not scopes or rec.scope in scopes:
+                recs[rec.type].append(rec)
     facts: list[Fact] = recs["fact"]
     active = [f for f in facts if f.validity == "active"]
     eff = {f.id: f.effective_confidence(env.now) for f in active}

@@ -1,29 +1,45 @@
-"""Who is calling: the tenant, the actor and the layer identifiers.
+"""Who is calling: the tenant, the user, the layer identifiers, and where the
+caller's memories live.
 
-The tenant always comes from the authenticated caller — LangGraph's auth user
-(``config["configurable"]["langgraph_auth_user"]``) or a :class:`MemoryContext`
-built by a non-LangGraph host — never from tool arguments. Rules:
+**Without authentication** (no LangGraph auth user): the run belongs to the
+default tenant (:data:`~.layout.DEFAULT_TENANT`, or ``default_tenant=``), and
+``configurable`` / ``Runtime.context`` say who the user is. Nothing to set up
+for a single-tenant app: ``{"configurable": {"user_id": "ada"}}`` is enough.
 
-* every operation reads and writes only ``(root, tenant, ...)`` namespaces, so
-  one tenant never reads, changes or counts another's data;
-* a non-admin caller that names a tenant (even its own) is rejected with
-  ``TENANT_FORBIDDEN``;
-* an admin may name another tenant only when its context is *elevated*
-  (``elevated=True``, or the auth user holds the ``memory:elevate`` permission).
+**With authentication** (``configurable["langgraph_auth_user"]``, as LangGraph
+Platform sets it, or a :class:`MemoryContext` given by a non-LangGraph host),
+identity comes from the authentication, never from the request:
 
-The auth user may be a dict or an object (LangGraph's ``BaseUser``); these keys
-are read: ``tenant_id`` (required), ``identity`` (the actor and default
-``user_id``), ``permissions`` (``memory:admin`` makes an admin,
-``memory:elevate`` elevates), ``is_admin`` and ``elevated``.
+* the tenant is the auth user's ``tenant_id`` (the default tenant without one);
+* the user is the auth user's ``identity``. A ``user_id`` (or LangMem's
+  ``langgraph_user_id``) in the config must be that same id; another id is an
+  :class:`~langmem_ext.errors.IdentityError`, unless the caller is an admin with
+  an elevated context (acting for a user, like crossing tenants);
+* shared-layer identifiers (``agent_id``, ``project_id``, ``team_id``,
+  ``org_id``) come from the auth user (``org_id`` there, or a list in
+  ``org_ids``); a config value is accepted when the auth user grants it (the same
+  value or one of the list) or is an admin, else it is an ``IdentityError``;
+* ``session_id`` (or ``thread_id``) comes from the config: sessions live inside
+  the user's own space, so naming one reaches nothing of anyone else.
+
+The auth user may be a dict or an object (LangGraph's ``BaseUser``); read keys:
+``identity``, ``tenant_id``, ``permissions`` (``memory:admin`` makes an admin,
+``memory:elevate`` elevates), ``is_admin``, ``elevated``, the shared-layer ids
+and their plural lists. An auth user with ``is_authenticated`` false or an
+empty identity counts as no authentication.
+
+Tenants: every operation reads and writes only that tenant's namespaces; a
+non-admin caller that names a tenant (even its own) is rejected with
+``TENANT_FORBIDDEN``; an admin may name another tenant only when elevated.
 
 Example:
     >>> config = {"configurable": {"langgraph_auth_user": {
     ...     "identity": "ada", "tenant_id": "acme", "permissions": []}}}
     >>> ctx = MemoryContext.from_config(config)
-    >>> (ctx.tenant_id, ctx.user_id, ctx.is_admin)
-    ('acme', 'ada', False)
-    >>> ctx.resolve_tenant(None)
-    'acme'
+    >>> (ctx.tenant_id, ctx.user_id, ctx.is_admin, ctx.own_space())
+    ('acme', 'ada', False, ('user', 'ada'))
+    >>> MemoryContext.from_config({"configurable": {"user_id": "bob"}}).tenant_id
+    'default'
     >>> ctx.resolve_tenant("globex")
     Traceback (most recent call last):
     ...
@@ -37,23 +53,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import MissingIdentifierError, TenantAccessError
+from .._langgraph import RUNTIME_KEY
+from ..errors import IdentityError, MissingIdentifierError, TenantAccessError
+from .layout import DEFAULT_TENANT
+from .namespaces import IDENTITY_KEYS, NamespaceTemplate, resolve_identity
 
-try:
-    from langgraph._internal._constants import CONFIG_KEY_RUNTIME as _RUNTIME_KEY
-except ImportError:  # pragma: no cover - moved in a future LangGraph
-    _RUNTIME_KEY = "__pregel_runtime"
-
-__all__ = ["ADMIN_PERMISSION", "ELEVATE_PERMISSION", "MemoryContext"]
+__all__ = ["ADMIN_PERMISSION", "ELEVATE_PERMISSION", "MemoryContext", "fill_space"]
 
 ADMIN_PERMISSION = "memory:admin"
 ELEVATE_PERMISSION = "memory:elevate"
 _ID_KEYS = ("user_id", "agent_id", "session_id", "project_id", "team_id", "org_id")
+_SHARED_KEYS = ("agent_id", "project_id", "team_id", "org_id")
+#: Names under which a config may carry the user id (LangMem's default
+#: namespace uses ``{langgraph_user_id}``; LangGraph Platform sets
+#: ``langgraph_auth_user_id``).
+USER_ALIASES = ("user_id", "langgraph_user_id", "langgraph_auth_user_id")
 
 
 @dataclass(frozen=True)
 class MemoryContext:
-    """The authenticated caller of an engine operation.
+    """The caller of an engine operation.
 
     Args:
         tenant_id: the caller's tenant; all data lives under it.
@@ -62,13 +81,18 @@ class MemoryContext:
         elevated: the explicit cross-tenant elevation of an admin.
         user_id, agent_id, session_id, project_id, team_id, org_id: layer
             identifiers (see :mod:`.layers`).
+        space: the namespace of the caller's own memories, without the tenant
+            prefix (a filled namespace template); None uses the identity rule
+            over ``org_id``, ``user_id`` and ``agent_id`` (``("user", "ada")``).
 
     Example:
         >>> MemoryContext("acme", user_id="ada").actor
         'ada'
+        >>> MemoryContext("acme", user_id="ada").own_space()
+        ('user', 'ada')
     """
 
-    tenant_id: str
+    tenant_id: str = DEFAULT_TENANT
     actor: str | None = None
     is_admin: bool = False
     elevated: bool = False
@@ -78,66 +102,99 @@ class MemoryContext:
     project_id: str | None = None
     team_id: str | None = None
     org_id: str | None = None
+    space: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if not self.tenant_id or not isinstance(self.tenant_id, str):
             raise MissingIdentifierError(
-                "the caller has no tenant_id; authenticate the caller (LangGraph auth "
-                "user with a tenant_id) or build a MemoryContext with one",
+                f"tenant_id must be a non-empty string, got {self.tenant_id!r}; leave it out "
+                f"for the default tenant ({DEFAULT_TENANT!r})",
                 identifier="tenant_id",
             )
+        for key in _ID_KEYS:
+            value = getattr(self, key)
+            if value is not None and not isinstance(value, str):
+                object.__setattr__(self, key, str(value))
+        if self.space is not None:
+            object.__setattr__(self, "space", tuple(self.space))
         if self.actor is None:
             object.__setattr__(self, "actor", self.user_id)
 
+    def own_space(self) -> tuple[str, ...]:
+        """The namespace of the caller's own memories (without the tenant prefix).
+
+        Raises:
+            MissingIdentifierError: no template was filled and the caller has no
+                ``user_id``, ``org_id`` or ``agent_id`` to apply the identity rule to.
+        """
+        if self.space is not None:
+            return self.space
+        ids = {k: getattr(self, k) for k in IDENTITY_KEYS if getattr(self, k)}
+        if not ids:
+            raise MissingIdentifierError(
+                "the caller has no user: pass user_id in config['configurable'] or the run's "
+                "context (or authenticate the caller), or give the component a namespace",
+                identifier="user_id",
+                layer="user",
+            )
+        return resolve_identity(ids)
+
     @classmethod
     def from_config(
-        cls, config: Mapping[str, Any] | None, *, default_tenant: str | None = None
+        cls,
+        config: Mapping[str, Any] | None,
+        *,
+        namespace: tuple[str, ...] | str | NamespaceTemplate | None = None,
+        default_tenant: str | None = None,
     ) -> MemoryContext:
-        """Build the context from a LangGraph ``RunnableConfig``.
+        """Build the context of a LangGraph run (see the module docs for the rules).
 
-        The tenant, actor and admin rights come only from the auth user;
-        ``configurable`` (or the run's ``Runtime.context``) may add layer
-        identifiers (``user_id``, ``session_id``…; ``thread_id`` stands in for
-        ``session_id``). A ``MemoryContext`` placed in
-        ``configurable["memory_context"]`` is used as is.
+        Args:
+            config: the run's ``RunnableConfig``. A ``MemoryContext`` placed in
+                ``configurable["memory_context"]`` is used as is (its ``space``
+                filled from ``namespace`` when it has none).
+            namespace: the app's namespace template for the user's memories
+                (``("memories", "{user_id}")``); None: the identity rule.
+            default_tenant: tenant of runs without authentication (and of auth
+                users without a ``tenant_id``); default :data:`~.layout.DEFAULT_TENANT`.
 
-        ``default_tenant``: for single-tenant apps without LangGraph auth, the
-        tenant of a run that has no auth user (never an admin). An auth user,
-        when present, always decides.
+        Raises:
+            IdentityError: the config names a user or shared-layer id the
+                authenticated caller may not act for.
+            ConfigurationError: a template key is missing or has a bad value.
 
         Example:
-            >>> MemoryContext.from_config({"configurable": {"user_id": "ada"}},
-            ...                           default_tenant="local").tenant_id
-            'local'
+            >>> ctx = MemoryContext.from_config(
+            ...     {"configurable": {"user_id": "ada", "thread_id": "t1"}},
+            ...     namespace=("memories", "{user_id}"))
+            >>> ctx.space, ctx.session_id
+            (('memories', 'ada'), 't1')
         """
-        conf = dict((config or {}).get("configurable") or {})
+        template = _template(namespace)
+        conf: Mapping[str, Any] = (config or {}).get("configurable") or {}
         given = conf.get("memory_context")
         if isinstance(given, MemoryContext):
-            return given
-        runtime_ctx = getattr(conf.get(_RUNTIME_KEY), "context", None)
-        ids = {k: v for k in _ID_KEYS if (v := conf.get(k, _read(runtime_ctx, k))) is not None}
+            if template is None or given.space is not None:
+                return given
+            return dataclasses.replace(given, space=_fill(template, config, given))
+        runtime_ctx = getattr(conf.get(RUNTIME_KEY), "context", None)
+
+        def read(key: str) -> Any:
+            value = conf.get(key)
+            return value if value is not None else _read(runtime_ctx, key)
+
         user = conf.get("langgraph_auth_user")
-        if user is None:
-            if default_tenant is not None:
-                return cls(default_tenant, **{k: str(v) for k, v in _with_session(ids, conf)})
-            raise MissingIdentifierError(
-                "no authenticated caller: the config has no configurable"
-                "['langgraph_auth_user'] and no configurable['memory_context']; run the "
-                "graph with LangGraph auth, pass a MemoryContext, or (single-tenant "
-                "apps) give a default tenant",
-                identifier="tenant_id",
-            )
-        tenant = _read(user, "tenant_id")
-        identity = _read(user, "identity")
-        perms = set(_read(user, "permissions") or ())
-        ids.setdefault("user_id", identity)
-        return cls(
-            tenant_id=tenant,
-            actor=identity,
-            is_admin=bool(_read(user, "is_admin")) or ADMIN_PERMISSION in perms,
-            elevated=bool(_read(user, "elevated")) or ELEVATE_PERMISSION in perms,
-            **{k: str(v) for k, v in _with_session(ids, conf) if v is not None},
-        )
+        if not _authenticated(user):
+            ids = {k: read(k) for k in _ID_KEYS}
+            ids["user_id"] = _first(read(k) for k in USER_ALIASES)
+            ids["session_id"] = ids["session_id"] or read("thread_id")
+            tenant = default_tenant or DEFAULT_TENANT
+            ctx = cls(tenant, **{k: _text(v) for k, v in ids.items()})
+        else:
+            ctx = _authenticated_context(cls, user, read, default_tenant)
+        if template is None:
+            return ctx
+        return dataclasses.replace(ctx, space=_fill(template, config, ctx))
 
     def resolve_tenant(self, requested: str | None) -> str:
         """The tenant an operation may touch, given a tenant selector (or None).
@@ -163,28 +220,116 @@ class MemoryContext:
         return requested
 
     def with_ids(self, **ids: str | None) -> MemoryContext:
-        """A copy with other layer identifiers (the tenant cannot change here)."""
+        """A copy with other layer identifiers (the tenant cannot change here).
+        A space derived from the identity rule follows the new ids."""
         bad = set(ids) - set(_ID_KEYS)
         if bad:
             raise TypeError(f"unknown identifiers {sorted(bad)}; use {', '.join(_ID_KEYS)}")
         return dataclasses.replace(self, **ids)
 
 
-def _with_session(ids: dict[str, Any], conf: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    if "session_id" not in ids and conf.get("thread_id") is not None:
-        ids = {**ids, "session_id": conf["thread_id"]}
-    return list(ids.items())
+def fill_space(ctx: MemoryContext, namespace: Any) -> MemoryContext:
+    """``ctx`` with its space filled from ``namespace`` (a template) and its own
+    identifiers, when it has none yet.
+
+    Example:
+        >>> fill_space(MemoryContext(user_id="ada"), ("memories", "{user_id}")).space
+        ('memories', 'ada')
+    """
+    template = _template(namespace)
+    if template is None or ctx.space is not None:
+        return ctx
+    return dataclasses.replace(ctx, space=_fill(template, None, ctx))
 
 
-def _read(user: Any, key: str) -> Any:
-    if user is None:
+def _template(namespace: Any) -> NamespaceTemplate | None:
+    """The template to fill, or None for the identity rule (applied lazily by
+    :meth:`MemoryContext.own_space`, so a caller without a user fails only when
+    something needs the user's space)."""
+    if namespace is None:
         return None
-    if isinstance(user, Mapping):
-        return user.get(key)
+    template = (
+        namespace if isinstance(namespace, NamespaceTemplate) else NamespaceTemplate(namespace)
+    )
+    return None if template.template is None else template
+
+
+def _fill(template: NamespaceTemplate, config: Any, ctx: MemoryContext) -> tuple[str, ...]:
+    fixed: dict[str, Any] = {k: getattr(ctx, k) for k in _ID_KEYS}
+    for alias in USER_ALIASES[1:]:
+        fixed[alias] = ctx.user_id
+    return template(config or {}, fixed=fixed)
+
+
+def _authenticated(user: Any) -> bool:
+    if user is None:
+        return False
+    if _read(user, "is_authenticated") is False:
+        return False
+    return bool(_read(user, "identity"))
+
+
+def _authenticated_context(
+    cls: type[MemoryContext], user: Any, read: Any, default_tenant: str | None
+) -> MemoryContext:
+    identity = str(_read(user, "identity"))
+    perms = set(_read(user, "permissions") or ())
+    admin = bool(_read(user, "is_admin")) or ADMIN_PERMISSION in perms
+    elevated = bool(_read(user, "elevated")) or ELEVATE_PERMISSION in perms
+    ids: dict[str, Any] = {"user_id": identity}
+    asked = _first(read(k) for k in USER_ALIASES)
+    if asked is not None and str(asked) != identity:
+        if not (admin and elevated):
+            raise IdentityError(
+                f"the config asks for user {str(asked)!r} but the authenticated user is "
+                f"{identity!r}; remove user_id from the config (it comes from the "
+                "authentication), or act for another user with an elevated admin context",
+                requested=str(asked),
+            )
+        ids["user_id"] = str(asked)
+    for key in _SHARED_KEYS:
+        own, grants = _read(user, key), _read(user, key + "s") or ()
+        wanted = read(key)
+        if wanted is None or (own is not None and str(wanted) == str(own)):
+            ids[key] = own
+        elif admin or str(wanted) in {str(g) for g in grants}:
+            ids[key] = wanted
+        else:
+            raise IdentityError(
+                f"the config asks for {key}={str(wanted)!r}, which the authenticated user "
+                f"{identity!r} was not granted; have the auth handler return it in "
+                f"{key!r} or {key + 's'!r}, or remove it from the config",
+                requested=str(wanted),
+                identifier=key,
+            )
+    ids["session_id"] = read("session_id") or read("thread_id")
+    tenant = _read(user, "tenant_id") or default_tenant or DEFAULT_TENANT
+    return cls(
+        str(tenant),
+        actor=identity,
+        is_admin=admin,
+        elevated=elevated,
+        **{k: _text(v) for k, v in ids.items()},
+    )
+
+
+def _first(values: Any) -> Any:
+    return next((v for v in values if v is not None), None)
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _read(obj: Any, key: str) -> Any:
+    if obj is None:
+        return None
+    if isinstance(obj, Mapping):
+        return obj.get(key)
     try:
-        return getattr(user, key)
+        return getattr(obj, key)
     except AttributeError:
         try:
-            return user[key]
+            return obj[key]
         except (KeyError, TypeError):
             return None

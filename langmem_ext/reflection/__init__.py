@@ -26,21 +26,36 @@ Example:
 from .context import DEFAULT_QUOTAS, amemory_context, format_profile, memory_context
 from .executor import ReflectionExecutor, ReflectionFailure
 from .extract import FactExtractor, MalformedOutput
+from .managers import (
+    ExtractedMemory,
+    Memory,
+    MemoryManager,
+    create_memory_manager,
+    create_thread_extractor,
+)
 from .middleware import MemoryPrompt, ReflectionMiddleware
 from .reflect import ReflectionResult, ReflectionSettings
+from .store_manager import MemoryStoreManager, create_memory_store_manager
 from .tokens import token_counter
 
 __all__ = [
     "DEFAULT_QUOTAS",
+    "ExtractedMemory",
     "FactExtractor",
     "MalformedOutput",
+    "Memory",
+    "MemoryManager",
     "MemoryPrompt",
+    "MemoryStoreManager",
     "ReflectionExecutor",
     "ReflectionFailure",
     "ReflectionMiddleware",
     "ReflectionResult",
     "ReflectionSettings",
     "amemory_context",
+    "create_memory_manager",
+    "create_memory_store_manager",
+    "create_thread_extractor",
     "format_profile",
     "memory_context",
     "token_counter",

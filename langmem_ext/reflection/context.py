@@ -49,10 +49,10 @@ from typing import Any
 
 from ..engine import MemoryContext, MemoryEngine
 from ..engine import recall as rc
-from ..engine._core import Step, run_async, run_sync
-from ..engine.lifecycle import Env
-from ..engine.models import Fact, Rule
+from ..engine.env import Env
+from ..engine.models import Fact, Rule, content_text
 from ..engine.profile import CONTEXT_KEYS, HISTORY_KEYS, Profile
+from ..engine.requests import Operation, run_async, run_sync
 from ..engine.scoring import best_first, composite, recency_factor, relevance
 from ..errors import InvalidValueError
 from .tokens import TokenCounter, token_counter
@@ -96,6 +96,21 @@ def _fact_rows(facts: Sequence[Any]) -> list[tuple[float, str, str, str]]:
     return best_first(rows, lambda r: r[0], lambda r: r[1], lambda r: r[2])
 
 
+def _note_row(note: Any) -> dict[str, Any]:
+    """A note (what the agent saved with the memory tools) as a fact row: its
+    own category and confidence when it has them, else ``note`` and 1.0 — the
+    agent chose to remember it."""
+    get = note.get if isinstance(note, Mapping) else lambda k, n=note: getattr(n, k, None)
+    meta = get("metadata") or {}
+    return {
+        "id": get("id"),
+        "content": content_text(get("content")),
+        "category": meta.get("category") or "note",
+        "confidence": meta.get("confidence", 1.0),
+        "created_at": get("created_at") or get("createdAt"),
+    }
+
+
 def _summary_lines(title: str, keys: tuple[str, ...], values: Mapping[str, Any]) -> list[str]:
     lines = [f"- {_LABELS[k]}: {str(values[k]).strip()}" for k in keys if values.get(k)]
     return [f"{title}:", *lines] if lines else []
@@ -119,11 +134,13 @@ def format_profile(
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise InvalidValueError(f"max_tokens must be a positive integer, got {max_tokens!r}")
     if isinstance(profile, Profile):
-        ctx, hist, facts = profile.user_context, profile.history, profile.facts
+        ctx, hist, facts = profile.user_context, profile.history, list(profile.facts)
+        facts += [_note_row(n) for n in profile.notes]
     else:
         ctx = profile.get("user_context") or {}
         hist = profile.get("history") or {}
-        facts = profile.get("facts") or []
+        facts = list(profile.get("facts") or [])
+        facts += [_note_row(n) for n in profile.get("notes") or []]
     head = _summary_lines("User Context", CONTEXT_KEYS, ctx) + _summary_lines(
         "History", HISTORY_KEYS, hist
     )
@@ -273,7 +290,7 @@ def context_steps(
     quotas: Mapping[str, float] | None,
     tokenizer: str | TokenCounter | None,
     limit: int = 50,
-) -> Step[str]:
+) -> Operation[str]:
     """The ``memory_context`` block (see the module docstring)."""
     count = token_counter(tokenizer)
     if not isinstance(trigger_prompt, str) or not trigger_prompt.strip():

@@ -1,26 +1,38 @@
-"""Background reflection: extract facts after a turn without delaying the reply.
+"""Background reflection: memories from a conversation without delaying the reply.
 
 :class:`ReflectionExecutor` schedules a reflection of a thread ``delay``
-seconds after each turn. A new turn of the same thread before that moves the
-deadline and joins the pending reflection (debouncing): one reflection covers
-both turns, so a fast conversation costs one model call per pause rather than
-per message. Reflections run on one daemon worker thread (:meth:`submit`) or on
+seconds after each turn (LangMem's ``after_seconds``). A new turn of the same
+thread before that moves the deadline and joins the pending reflection
+(debouncing): one reflection covers both turns, and both callers' futures get
+its result. Reflections run on one daemon worker thread (:meth:`submit`) or on
 the running event loop (:meth:`asubmit`); either way ``submit`` returns at once.
 
-Failures never lose a turn: when the model keeps failing (see
-:mod:`.reflect`), the failure is recorded in :attr:`failures` and the turn's
-messages stay pending; the next turn of the thread (or :meth:`retry_failed`)
-reflects them together with the new ones. In a graph, the per-thread cursor of
+It runs either of two reflectors:
+
+* a chat model (or a ``"provider:model"`` string, or a :class:`FactExtractor`):
+  profile facts are extracted into the user's memories, one model call per
+  turn (see :mod:`.reflect`);
+* a LangMem store manager (:func:`~langmem_ext.create_memory_store_manager`,
+  or any runnable with a ``namespace``), LangMem's form:
+  ``ReflectionExecutor(manager, store=store).submit({"messages": ...},
+  after_seconds=...)``.
+
+Failures never lose a turn: when a reflection fails, the failure is logged,
+recorded in :attr:`failures` and set on the futures, and the turn's messages
+stay pending; the next turn of the thread (or :meth:`retry_failed`) reflects
+them together with the new ones. In a graph, the per-thread cursor of
 :mod:`.reflect` makes this hold across processes too.
 
 Shutdown is explicit and bounded: :meth:`shutdown` drains the pending
 reflections (or cancels them) within ``timeout``; at interpreter exit the same
 runs with ``exit_timeout`` (``on_exit="drain"`` by default), and the worker is
-a daemon thread, so the process never hangs at exit.
+a daemon thread, so the process never hangs at exit. Reflections pending on an
+event loop that closes (``asyncio.run`` returning) move to the worker thread,
+so they are drained at exit too.
 
 In a graph::
 
-    executor = ReflectionExecutor("openai:gpt-4o-mini", default_tenant="local")
+    executor = ReflectionExecutor("openai:gpt-4o-mini")
     builder.add_node("agent", agent)
     builder.add_node("reflect", executor.as_node())   # after the agent
     builder.add_edge("agent", "reflect")
@@ -30,16 +42,14 @@ or with LangChain's ``create_agent``: ``middleware=[executor.middleware()]``.
 Example:
     >>> from langchain_core.messages import AIMessage, HumanMessage
     >>> from langmem_ext import SQLiteStore
-    >>> from langmem_ext.engine import MemoryContext, MemoryEngine
+    >>> from langmem_ext.engine import MemoryEngine
     >>> from langmem_ext.testing.chat import ScriptedExtractionModel
     >>> model = ScriptedExtractionModel([[("Lives in Berlin", "context", 0.9)]])
-    >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext("acme", user_id="ada")
-    >>> config = {"configurable": {"memory_context": ctx, "thread_id": "t1"}}
+    >>> engine = MemoryEngine(SQLiteStore())
+    >>> config = {"configurable": {"user_id": "ada", "thread_id": "t1"}}
     >>> with ReflectionExecutor(model, engine=engine, delay=0) as executor:
-    ...     executor.submit([HumanMessage("I live in Berlin"), AIMessage("Nice!")], config)
-    ...     executor.flush()
-    True
-    >>> [f.content for f in engine.get_profile(ctx).facts]
+    ...     done = executor.submit([HumanMessage("I live in Berlin"), AIMessage("Nice!")], config)
+    ...     [f.content for f in done.result(timeout=30).added]
     ['Lives in Berlin']
 """
 
@@ -53,26 +63,27 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, convert_to_messages
-from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.store.base import BaseStore
 
-from ..engine import EngineConfig, MemoryContext, MemoryEngine
-from ..engine._core import run_async, run_sync
+from .._langgraph import config_runtime, current_config, graph_store
+from ..engine import EngineConfig, EnginesByStore, MemoryEngine
+from ..engine.requests import run_async, run_sync
 from ..errors import ConfigurationError
-from ._graph import EnginesByStore, graph_store
 from .extract import FactExtractor
-from .reflect import ReflectionResult, ReflectionSettings, reflect_steps
+from .jobs import Job, as_current, merge_messages, messages_of, store_config
+from .reflect import ReflectionSettings, reflect_steps
 
 __all__ = ["ReflectionExecutor", "ReflectionFailure"]
 
 logger = logging.getLogger("langmem_ext.reflection")
+_UNSET: Any = object()
 
 
 @dataclass(frozen=True)
@@ -84,92 +95,108 @@ class ReflectionFailure:
     at: datetime
 
 
-@dataclass
-class _Job:
-    key: tuple[Any, ...]
-    engine: MemoryEngine
-    ctx: MemoryContext
-    thread_id: str
-    messages: list[BaseMessage]
-    due: float
-    mode: Literal["thread", "loop"]
-
-
-def _merge(old: list[BaseMessage], new: list[BaseMessage]) -> list[BaseMessage]:
-    """``old`` then what ``new`` adds: a graph state repeats earlier messages,
-    a caller submitting turn by turn does not; both end up with each once."""
-    seen = {m.id or id(m) for m in old}
-    return [*old, *(m for m in new if (m.id or id(m)) not in seen)]
-
-
-def _messages(payload: Any) -> list[BaseMessage]:
-    if isinstance(payload, Mapping) and "messages" in payload:
-        payload = payload["messages"]
-    elif hasattr(payload, "messages") and not isinstance(payload, Sequence):
-        payload = payload.messages
-    if not isinstance(payload, Sequence) or isinstance(payload, str):
-        raise TypeError(
-            "submit() takes a list of messages or a state with 'messages', "
-            f"got {type(payload).__name__}"
-        )
-    return list(convert_to_messages(payload))
+def _is_manager(reflector: Any) -> bool:
+    return isinstance(reflector, Runnable) and not isinstance(reflector, BaseChatModel)
 
 
 class ReflectionExecutor:
-    """Runs fact extraction in the background, debounced per thread.
+    """Runs reflection in the background, debounced per thread and user.
 
     Args:
-        model: a chat model, a ``"provider:model"`` string, a
-            :class:`FactExtractor`, or None (``ChatOpenAI``, see :mod:`.extract`).
-        engine: the engine facts go to; without it, the store passed to
-            :meth:`submit` or the graph's store is used (``store=`` fixes one).
-        store: a store to build the engine on when ``engine`` is not given.
+        reflector: a chat model, a ``"provider:model"`` string, a
+            :class:`FactExtractor` or None (``ChatOpenAI``): facts go into the
+            user's memories; or a LangMem store manager (see the module docs).
+        namespace: LangMem's remote form (a second positional argument); not
+            supported: pass a store manager and ``store=`` instead.
+        engine: the engine facts go to (model reflectors); without it, the store
+            passed to :meth:`submit` or the graph's store is used.
+        store: the store to write to (both forms; LangMem's ``store=``).
         delay: seconds to wait after a turn before reflecting (debounce window).
         settings: :class:`ReflectionSettings` (threshold, max_facts, attempts, …).
-        default_tenant: tenant for runs without LangGraph auth (single-tenant
-            apps); with auth, the auth user's tenant is always used.
+        default_tenant: tenant of runs without LangGraph auth; with auth, the
+            auth user's tenant is always used.
+        memory_namespace: the app's namespace template for each user's memories
+            (model reflectors; same as the memory tools'); None: the identity rule.
         on_exit: at interpreter exit, ``"drain"`` pending reflections (within
             ``exit_timeout`` seconds) or ``"cancel"`` them.
         engine_config: config of engines built on a store.
+
+    Raises:
+        ConfigurationError: LangMem's remote form (``namespace``, ``url``,
+            ``client``) was used.
     """
 
     def __init__(
         self,
-        model: BaseChatModel | FactExtractor | str | None = None,
+        reflector: BaseChatModel | FactExtractor | Runnable | str | None = None,
+        namespace: Any = None,
+        /,
         *,
         engine: MemoryEngine | None = None,
         store: BaseStore | None = None,
         delay: float = 2.0,
         settings: ReflectionSettings | None = None,
         default_tenant: str | None = None,
+        memory_namespace: Any = None,
         on_exit: Literal["drain", "cancel"] = "drain",
         exit_timeout: float = 10.0,
         engine_config: EngineConfig | None = None,
+        url: str | None = None,
+        client: Any = None,
+        sync_client: Any = None,
     ) -> None:
+        if namespace is not None or url is not None or client is not None or sync_client:
+            raise ConfigurationError(
+                "remote reflection on a LangGraph server (a graph name, namespace, url or "
+                "client) is not supported; run the manager in this process instead: "
+                "ReflectionExecutor(create_memory_store_manager(...), store=store)"
+            )
         if on_exit not in ("drain", "cancel"):
-            raise ValueError(f"on_exit must be 'drain' or 'cancel', got {on_exit!r}")
-        if isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0:
-            raise ValueError(f"delay must be a number of seconds >= 0, got {delay!r}")
-        self.extractor = model if isinstance(model, FactExtractor) else FactExtractor(model)
+            raise ConfigurationError(f"on_exit must be 'drain' or 'cancel', got {on_exit!r}")
+        _check_delay(delay)
+        self.manager: Runnable | None = reflector if _is_manager(reflector) else None
+        if self.manager is not None and getattr(self.manager, "namespace", None) is None:
+            raise ConfigurationError(
+                "the reflector must be a chat model, a 'provider:model' string or a store "
+                "manager with a namespace (create_memory_store_manager(...)); got "
+                f"{type(reflector).__name__}"
+            )
+        self.extractor = (
+            None
+            if self.manager is not None
+            else reflector
+            if isinstance(reflector, FactExtractor)
+            else FactExtractor(reflector)  # type: ignore[arg-type]
+        )
         self.settings = settings or ReflectionSettings()
         self.delay = float(delay)
         self.default_tenant = default_tenant
+        self.memory_namespace = memory_namespace
         self.on_exit = on_exit
         self.exit_timeout = exit_timeout
-        self._engine = engine or (MemoryEngine(store, engine_config) if store else None)
-        self._engines = EnginesByStore(engine_config)
+        self._store = store
+        cfg = engine_config or EngineConfig()
+        if memory_namespace is not None or default_tenant is not None:
+            import dataclasses
+
+            cfg = dataclasses.replace(
+                cfg, namespace=memory_namespace, default_tenant=default_tenant
+            )
+        self._engine = engine or (MemoryEngine(store, cfg) if store is not None else None)
+        self._engines = EnginesByStore(cfg)
         self._cv = threading.Condition()
-        self._jobs: dict[tuple[Any, ...], _Job] = {}
-        self._failed: dict[tuple[Any, ...], _Job] = {}
+        self._jobs: dict[tuple[Any, ...], Job] = {}
+        self._failed: dict[tuple[Any, ...], Job] = {}
         self._running: set[tuple[Any, ...]] = set()
         self._tasks: dict[tuple[Any, ...], asyncio.Task[None]] = {}
         # Set to wake an event-loop task sleeping until its deadline (a new
         # turn moved it, or aflush wants it now).
         self._wake: dict[tuple[Any, ...], asyncio.Event] = {}
+        self._cancelling = False
         self._worker: threading.Thread | None = None
         self._closed = False
         self.failures: list[ReflectionFailure] = []
-        self.results: deque[ReflectionResult] = deque(maxlen=1000)
+        self.results: deque[Any] = deque(maxlen=1000)
         ref = weakref.ref(self)
         self._atexit = lambda: (x := ref()) is not None and x._at_exit()
         atexit.register(self._atexit)
@@ -178,8 +205,8 @@ class ReflectionExecutor:
 
     @property
     def model_calls(self) -> int:
-        """Model calls made by this executor's extractor."""
-        return self.extractor.calls
+        """Model calls made by this executor's extractor (model reflectors)."""
+        return self.extractor.calls if self.extractor is not None else 0
 
     def engine_for(self, store: BaseStore | None) -> MemoryEngine:
         """The engine a reflection writes with (explicit, else one per store)."""
@@ -198,29 +225,87 @@ class ReflectionExecutor:
         config: RunnableConfig | None,
         store: BaseStore | None,
         delay: float | None,
+        thread_id: Any,
         mode: Literal["thread", "loop"],
-    ) -> _Job:
+    ) -> Job:
         if self._closed:
             raise RuntimeError("this ReflectionExecutor is shut down; create a new one")
-        messages = _messages(payload)
-        config = config or {}
+        messages, extra = messages_of(payload)
+        config = dict(current_config(config))
+        if thread_id is _UNSET:
+            thread_id = (config.get("configurable") or {}).get("thread_id")
+        thread = str(thread_id) if thread_id is not None else "default"
+        wait = self.delay if delay is None else _check_delay(delay)
+        due = time.monotonic() + wait
+        store = store or self._store or getattr(config_runtime(config), "store", None)
+        if self.manager is not None:
+            store = store or graph_store()
+            if store is None and getattr(self.manager, "_store", None) is None:
+                raise ConfigurationError(
+                    "ReflectionExecutor cannot tell which store the manager writes to: create "
+                    "it with ReflectionExecutor(manager, store=store), give the manager "
+                    "store=..., or submit from inside a graph compiled with a store"
+                )
+            ns = self.manager.namespace(store_config(config, store))  # type: ignore[attr-defined]
+            key = (id(self.manager), tuple(ns), thread)
+            return Job(
+                key, "manager", thread, messages, due, mode, config, store=store, extra=extra
+            )
         if store is None and self._engine is None:
             store = graph_store()
         engine = self.engine_for(store)
-        ctx = MemoryContext.from_config(config, default_tenant=self.default_tenant)
-        thread_id = str((config.get("configurable") or {}).get("thread_id") or "default")
-        key = (id(engine), ctx.tenant_id, ctx.user_id, thread_id)
-        wait = self.delay if delay is None else float(delay)
-        return _Job(key, engine, ctx, thread_id, messages, time.monotonic() + wait, mode)
+        ctx = engine.context(
+            config, namespace=self.memory_namespace, default_tenant=self.default_tenant
+        )
+        key = (id(engine), ctx.tenant_id, ctx.own_space(), thread)
+        return Job(key, "model", thread, messages, due, mode, config, engine=engine, ctx=ctx)
 
-    def _enqueue(self, job: _Job) -> _Job:
+    def _enqueue(self, job: Job) -> Job:
         with self._cv:
             for earlier in (self._failed.pop(job.key, None), self._jobs.get(job.key)):
                 if earlier is not None:
-                    job.messages = _merge(earlier.messages, job.messages)
+                    job.absorb(earlier)
             self._jobs[job.key] = job
             self._cv.notify_all()
         return job
+
+    # -- running one job -------------------------------------------------------------
+
+    def _model_steps(self, job: Job) -> Any:
+        assert job.engine is not None and job.ctx is not None and self.extractor is not None
+        env = job.engine.env(job.ctx)
+        return reflect_steps(env, self.extractor, job.messages, job.thread_id, self.settings)
+
+    def _run_sync(self, job: Job) -> Any:
+        if job.kind == "model":
+            assert job.engine is not None
+            return run_sync(self._model_steps(job), job.engine.store, job.engine.config)
+        config = store_config(job.config, job.store)
+        with as_current(config):
+            return self.manager.invoke(job.payload(), config)  # type: ignore[union-attr]
+
+    async def _run_async(self, job: Job) -> Any:
+        if job.kind == "model":
+            assert job.engine is not None
+            return await run_async(self._model_steps(job), job.engine.store, job.engine.config)
+        config = store_config(job.config, job.store)
+        with as_current(config):
+            return await self.manager.ainvoke(job.payload(), config)  # type: ignore[union-attr]
+
+    def _finished(self, job: Job, result: Any) -> None:
+        self.results.append(result)
+        job.settle(result)
+
+    def _failed_job(self, job: Job, e: BaseException) -> None:
+        logger.error("reflection of thread %s failed; its turns stay pending: %s", job.thread_id, e)
+        with self._cv:
+            self.failures.append(ReflectionFailure(job.thread_id, e, datetime.now(timezone.utc)))
+            if job.key in self._jobs:  # a newer turn arrived meanwhile: it covers these too
+                newer = self._jobs[job.key]
+                newer.messages = merge_messages(job.messages, newer.messages)
+            else:
+                self._failed[job.key] = job
+        job.settle(error=e)
 
     # -- thread mode ---------------------------------------------------------------
 
@@ -229,23 +314,38 @@ class ReflectionExecutor:
         payload: Any,
         config: RunnableConfig | None = None,
         *,
+        after_seconds: float | None = None,
+        thread_id: Any = _UNSET,
         store: BaseStore | None = None,
         delay: float | None = None,
-    ) -> None:
-        """Schedule a reflection of the thread in ``config`` (returns at once).
+    ) -> Future[Any]:
+        """Schedule a reflection of the thread (returns at once).
 
         Args:
-            payload: the thread's messages, or a state holding ``messages``.
-            config: the run's config: ``thread_id`` and the caller
-                (``user_id`` with ``default_tenant``, LangGraph's auth user, or a
+            payload: the thread's messages, or a state/dict holding ``messages``
+                (other keys, such as ``max_steps``, go to a store manager).
+            config: the run's config (default: the running graph's): the thread
+                and the caller (``user_id``, LangGraph's auth user, or a
                 ``MemoryContext`` in ``configurable["memory_context"]``).
-            store: the store to write to when the executor has no engine.
-            delay: overrides the executor's ``delay`` for this turn.
-        """
-        self._enqueue(self._job(payload, config, store, delay, "thread"))
-        self._ensure_worker()
+            after_seconds: wait this long first (LangMem's name for ``delay``);
+                default: the executor's ``delay``.
+            thread_id: the debounce key (default: ``config``'s ``thread_id``).
+            store: the store to write to (default: the executor's, the graph's).
+            delay: same as ``after_seconds``.
 
-    def _next_due(self) -> tuple[_Job | None, float | None]:
+        Returns:
+            A future with the reflection's result (a :class:`ReflectionResult`,
+            or the store manager's output), or its error.
+        """
+        fut: Future[Any] = Future()
+        wait = after_seconds if after_seconds is not None else delay
+        job = self._job(payload, config, store, wait, thread_id, "thread")
+        job.futures.append(fut)
+        self._enqueue(job)
+        self._ensure_worker()
+        return fut
+
+    def _next_due(self) -> tuple[Job | None, float | None]:
         jobs = [j for j in self._jobs.values() if j.mode == "thread" and j.key not in self._running]
         if not jobs:
             return None, None
@@ -268,29 +368,15 @@ class ReflectionExecutor:
                 del self._jobs[job.key]
                 self._running.add(job.key)
             try:
-                result = run_sync(self._steps(job), job.engine.store, job.engine.config)
+                result = self._run_sync(job)
             except BaseException as e:  # recorded, never raised into the daemon thread
                 self._failed_job(job, e)
             else:
-                self.results.append(result)
+                self._finished(job, result)
             finally:
                 with self._cv:
                     self._running.discard(job.key)
                     self._cv.notify_all()
-
-    def _steps(self, job: _Job) -> Any:
-        env = job.engine.env(job.ctx)
-        return reflect_steps(env, self.extractor, job.messages, job.thread_id, self.settings)
-
-    def _failed_job(self, job: _Job, e: BaseException) -> None:
-        logger.error("reflection of thread %s failed; its turns stay pending: %s", job.thread_id, e)
-        with self._cv:
-            self.failures.append(ReflectionFailure(job.thread_id, e, datetime.now(timezone.utc)))
-            if job.key in self._jobs:  # a newer turn arrived meanwhile: it covers these too
-                newer = self._jobs[job.key]
-                newer.messages = _merge(job.messages, newer.messages)
-            else:
-                self._failed[job.key] = job
 
     def retry_failed(self) -> int:
         """Schedule the failed reflections again, now; returns how many.
@@ -324,6 +410,9 @@ class ReflectionExecutor:
         """Run every pending thread-mode reflection now and wait for them;
         True when none is left (False on timeout)."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        return self._drain(deadline)
+
+    def _drain(self, deadline: float | None) -> bool:
         with self._cv:
             for job in self._jobs.values():
                 if job.mode == "thread":
@@ -337,31 +426,40 @@ class ReflectionExecutor:
         return True
 
     def shutdown(
-        self, *, wait: bool = True, cancel_pending: bool = False, timeout: float | None = None
+        self,
+        wait: bool = True,
+        *,
+        cancel_pending: bool = False,
+        cancel_futures: bool = False,
+        timeout: float | None = None,
     ) -> bool:
         """Stop the executor.
 
         Args:
             wait: drain (run) the pending reflections before returning.
             cancel_pending: drop the pending reflections instead (their turns
-                are reflected by the thread's next reflection, in a graph).
-            timeout: the most seconds to wait; the daemon worker is abandoned
-                after it, so shutdown never hangs.
+                are reflected by the thread's next reflection, in a graph);
+                ``cancel_futures`` is LangMem's name for it.
+            timeout: the most seconds to wait in all; the daemon worker is
+                abandoned after it, so shutdown never hangs.
 
         Returns:
             True when nothing was left pending or running.
         """
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._cv:
-            if cancel_pending:
+            if cancel_pending or cancel_futures:
                 for key in [k for k, j in self._jobs.items() if j.mode == "thread"]:
                     logger.info("cancelled the pending reflection of thread %s", key[-1])
-                    del self._jobs[key]
+                    for fut in self._jobs.pop(key).futures:
+                        fut.cancel()
             self._closed = True
             self._cv.notify_all()
-        drained = self.flush(timeout) if wait else not self._jobs
+        drained = self._drain(deadline) if wait else not self._jobs
         worker = self._worker
         if wait and worker is not None:
-            worker.join(timeout if timeout is not None else None)
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            worker.join(left)
         atexit.unregister(self._atexit)
         return drained
 
@@ -382,14 +480,21 @@ class ReflectionExecutor:
         payload: Any,
         config: RunnableConfig | None = None,
         *,
+        after_seconds: float | None = None,
+        thread_id: Any = _UNSET,
         store: BaseStore | None = None,
         delay: float | None = None,
-    ) -> None:
-        """:meth:`submit` on the running event loop (async stores and models)."""
-        job = self._enqueue(self._job(payload, config, store, delay, "loop"))
-        self._ensure_task(job)
+    ) -> Future[Any]:
+        """:meth:`submit` on the running event loop (async stores and models).
+        Pending reflections survive the loop's end: they move to the worker thread."""
+        fut: Future[Any] = Future()
+        wait = after_seconds if after_seconds is not None else delay
+        job = self._job(payload, config, store, wait, thread_id, "loop")
+        job.futures.append(fut)
+        self._ensure_task(self._enqueue(job))
+        return fut
 
-    def _ensure_task(self, job: _Job) -> None:
+    def _ensure_task(self, job: Job) -> None:
         task = self._tasks.get(job.key)
         if task is None or task.done():
             self._wake[job.key] = asyncio.Event()
@@ -398,10 +503,31 @@ class ReflectionExecutor:
             self._wake[job.key].set()
 
     async def _arun(self, key: tuple[Any, ...]) -> None:
+        try:
+            await self._aloop(key)
+        except asyncio.CancelledError:
+            if not self._cancelling:
+                self._hand_over(key)
+            raise
+
+    def _hand_over(self, key: tuple[Any, ...]) -> None:
+        """The loop is going away with this thread's reflection pending: run it
+        on the worker thread instead (drained at exit)."""
+        with self._cv:
+            job = self._jobs.get(key)
+            if job is None or job.mode != "loop":
+                return
+            job.mode = "thread"
+            job.due = time.monotonic()
+            self._cv.notify_all()
+        logger.info("event loop closed; reflection of thread %s moves to the worker", key[-1])
+        self._ensure_worker()
+
+    async def _aloop(self, key: tuple[Any, ...]) -> None:
         while True:
             with self._cv:
                 job = self._jobs.get(key)
-                if job is None:
+                if job is None or job.mode != "loop":
                     return
                 wait = job.due - time.monotonic()
                 if wait <= 0 and key not in self._running:
@@ -414,13 +540,21 @@ class ReflectionExecutor:
                 wake.clear()
                 continue
             try:
-                result = await run_async(self._steps(job), job.engine.store, job.engine.config)
-                self.results.append(result)
+                result = await self._run_async(job)
             except asyncio.CancelledError:
-                self._failed_job(job, asyncio.CancelledError("cancelled"))
+                # Cancelled mid-run: the turns go back to pending (and, when the
+                # loop is closing, on to the worker thread).
+                with self._cv:
+                    self._running.discard(key)
+                    if key in self._jobs:
+                        self._jobs[key].absorb(job)
+                    else:
+                        self._jobs[key] = job
                 raise
             except Exception as e:
                 self._failed_job(job, e)
+            else:
+                self._finished(job, result)
             finally:
                 with self._cv:
                     self._running.discard(key)
@@ -441,6 +575,11 @@ class ReflectionExecutor:
     async def ashutdown(self, *, cancel_pending: bool = False) -> None:
         """Drain (or cancel) the event-loop reflections, then :meth:`shutdown`."""
         if cancel_pending:
+            self._cancelling = True
+            with self._cv:
+                for key in [k for k, j in self._jobs.items() if j.mode == "loop"]:
+                    for fut in self._jobs.pop(key).futures:
+                        fut.cancel()
             for task in self._tasks.values():
                 task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -453,17 +592,70 @@ class ReflectionExecutor:
 
     def reflect(
         self, payload: Any, config: RunnableConfig | None = None, *, store: BaseStore | None = None
-    ) -> ReflectionResult:
+    ) -> Any:
         """Reflect now, in this thread (no scheduling); raises on failure."""
-        job = self._job(payload, config, store, 0, "thread")
-        return run_sync(self._steps(job), job.engine.store, job.engine.config)
+        return self._run_sync(self._job(payload, config, store, 0, _UNSET, "thread"))
 
     async def areflect(
         self, payload: Any, config: RunnableConfig | None = None, *, store: BaseStore | None = None
-    ) -> ReflectionResult:
+    ) -> Any:
         """Async :meth:`reflect`."""
-        job = self._job(payload, config, store, 0, "loop")
-        return await run_async(self._steps(job), job.engine.store, job.engine.config)
+        return await self._run_async(self._job(payload, config, store, 0, _UNSET, "loop"))
+
+    # -- LangMem's search ----------------------------------------------------------------
+
+    def search(
+        self,
+        query: str | None = None,
+        *,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        namespace: str | tuple[str, ...] | None = None,
+        config: RunnableConfig | None = None,
+    ) -> list[dict[str, Any]]:
+        """Search the memories this executor writes (LangMem's form): the
+        manager's namespace, or the caller's own memories; items as dicts."""
+        store, ns = self._search_target(namespace, config)
+        items = store.search(ns, query=query, filter=filter, limit=limit, offset=offset)
+        return [it.dict() for it in items]
+
+    async def asearch(
+        self,
+        query: str | None = None,
+        *,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        namespace: str | tuple[str, ...] | None = None,
+        config: RunnableConfig | None = None,
+    ) -> list[dict[str, Any]]:
+        """Async :meth:`search`."""
+        store, ns = self._search_target(namespace, config)
+        items = await store.asearch(ns, query=query, filter=filter, limit=limit, offset=offset)
+        return [it.dict() for it in items]
+
+    def _search_target(
+        self, namespace: Any, config: RunnableConfig | None
+    ) -> tuple[BaseStore, tuple[str, ...]]:
+        config = current_config(config)
+        store = self._store or getattr(config_runtime(config), "store", None) or graph_store()
+        if store is None and self._engine is not None:
+            store = self._engine.store
+        if store is None:
+            raise ConfigurationError(
+                "ReflectionExecutor has no store to search: create it with store=..."
+            )
+        if namespace is not None:
+            return store, namespace if isinstance(namespace, tuple) else (namespace,)
+        if self.manager is not None:
+            ns = self.manager.namespace(store_config(config, store))  # type: ignore[attr-defined]
+            return store, tuple(ns)
+        engine = self.engine_for(store)
+        ctx = engine.context(
+            config, namespace=self.memory_namespace, default_tenant=self.default_tenant
+        )
+        return store, engine.env(ctx).layer("user").ns
 
     # -- graph faces --------------------------------------------------------------------
 
@@ -487,3 +679,9 @@ class ReflectionExecutor:
         from .middleware import ReflectionMiddleware
 
         return ReflectionMiddleware(self)
+
+
+def _check_delay(delay: Any) -> float:
+    if isinstance(delay, bool) or not isinstance(delay, int | float) or not delay >= 0:
+        raise ConfigurationError(f"delay must be a number of seconds >= 0, got {delay!r}")
+    return float(delay)

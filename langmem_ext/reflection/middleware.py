@@ -35,12 +35,11 @@ from langchain_core import messages as lc
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.store.base import BaseStore
 
-from ..engine import MemoryContext, MemoryEngine
-from ..engine._core import run_async, run_sync
+from .._langgraph import current_config, graph_store
+from ..engine import EngineConfig, EnginesByStore, MemoryEngine
+from ..engine.requests import run_async, run_sync
 from ..errors import ConfigurationError
-from ..surfaces.namespaces import current_config
 from . import context as cx
-from ._graph import EnginesByStore, graph_store
 from .tokens import TokenCounter, token_counter
 
 if TYPE_CHECKING:
@@ -80,7 +79,10 @@ class MemoryPrompt:
         butler: the scope of ``kind="context"``.
         quotas: section quotas of ``kind="context"``.
         tokenizer: encoding name or ``str -> int`` (default cl100k_base).
-        default_tenant: tenant of runs without LangGraph auth.
+        default_tenant: tenant of runs without LangGraph auth (default: the
+            default tenant; nothing to configure for single-tenant apps).
+        namespace: the app's namespace template for each user's memories (the
+            same as the memory tools'); None: the identity rule (``("user", id)``).
         title: a line put above the block (None: none).
     """
 
@@ -94,6 +96,7 @@ class MemoryPrompt:
         quotas: Mapping[str, float] | None = None,
         tokenizer: str | TokenCounter | None = None,
         default_tenant: str | None = None,
+        namespace: Any = None,
         title: str | None = "What you remember about the user:",
     ) -> None:
         if kind not in ("profile", "context"):
@@ -107,8 +110,11 @@ class MemoryPrompt:
         self.tokenizer = tokenizer
         self.count = token_counter(tokenizer)
         self.default_tenant = default_tenant
+        self.namespace = namespace
         self.title = title
-        self._engines = EnginesByStore()
+        self._engines = EnginesByStore(
+            EngineConfig(namespace=namespace, default_tenant=default_tenant)
+        )
         self.pre_model_hook = RunnableLambda(self._hook, afunc=self._ahook, name="memory_prompt")
         """``create_react_agent(pre_model_hook=...)``: a system message with the block."""
 
@@ -126,10 +132,11 @@ class MemoryPrompt:
     def _step(self, engine: MemoryEngine, config: RunnableConfig, query: str | None) -> Any:
         from ..engine import profile as pf
 
-        env = engine.env(MemoryContext.from_config(config, default_tenant=self.default_tenant))
+        ctx = engine.context(config, namespace=self.namespace, default_tenant=self.default_tenant)
+        env = engine.env(ctx)
         if self.kind == "profile":
             profile = yield from pf.get_profile(env)
-            if not (profile.facts or profile.user_context or profile.history):
+            if not (profile.facts or profile.notes or profile.user_context or profile.history):
                 return None
             return cx.format_profile(profile, self._budget(), self.count)
         if not query:

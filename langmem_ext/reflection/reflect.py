@@ -1,22 +1,36 @@
 """One reflection: the turns of a thread not yet reflected → profile facts.
 
 Written once as a generator of engine requests (see
-:mod:`langmem_ext.engine._core`); the model call is a ``Call`` request, so
+:mod:`langmem_ext.engine.requests`); the model call is a ``Call`` request, so
 :func:`reflect` and :func:`areflect` share this body.
 
-Per thread, a cursor item ``(root, tenant, "reflection") / thread_id`` holds
-the id of the last message reflected. A reflection reads it, takes the
-messages after it (all of them when the messages carry no ids), and advances
-it only after the facts of those messages are stored. So a turn whose
-extraction fails stays pending and is covered by the next reflection of the
-thread, and a crash between storing and advancing at worst re-reads a turn
-whose facts are then skipped as duplicates.
+Per user and thread, a cursor item (the user's ``reflection`` bookkeeping
+namespace, key ``thread_id``; see :mod:`langmem_ext.engine.layout`) holds the
+id of the last message reflected, so two users on one thread id never share
+it. A reflection reads it, takes the messages after it (all of them when
+the messages carry no ids), and advances it only after the facts of those
+messages are stored. So a turn whose extraction fails stays pending and is
+covered by the next reflection of the thread, and a crash between storing and
+advancing at worst re-reads a turn whose facts are then skipped as duplicates.
 
 The model is asked up to ``attempts`` times: after an exception it waits
 ``backoff * 2**n`` seconds; after an invalid answer it asks again at once,
 telling the model what was wrong. If the last answer still holds invalid
 facts, its valid facts are stored and the others logged; if no usable answer
 came at all, :class:`~langmem_ext.errors.ExtractionError` is raised.
+
+Example:
+    >>> from langchain_core.messages import AIMessage, HumanMessage
+    >>> from langmem_ext import SQLiteStore
+    >>> from langmem_ext.engine import MemoryContext, MemoryEngine
+    >>> from langmem_ext.engine.requests import run_sync
+    >>> from langmem_ext.testing.chat import ScriptedExtractionModel
+    >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext(user_id="ada")
+    >>> extractor = FactExtractor(ScriptedExtractionModel([[("Has a dog", "context", 0.9)]]))
+    >>> turn = [HumanMessage("I adopted a dog", id="h1"), AIMessage("Lovely!", id="a1")]
+    >>> steps = reflect_steps(engine.env(ctx), extractor, turn, "t1", ReflectionSettings())
+    >>> [f.content for f in run_sync(steps, engine.store).added]
+    ['Has a dog']
 """
 
 from __future__ import annotations
@@ -33,10 +47,10 @@ from langgraph.store.base import GetOp, PutOp
 from ..engine import policy
 from ..engine import profile as pf
 from ..engine import recall as rc
-from ..engine._core import Batch, Call, Step
-from ..engine.lifecycle import Env, label
+from ..engine.env import Env
 from ..engine.models import Fact
 from ..engine.profile import FactCandidate, ProfileUpdate, SkippedFact
+from ..engine.requests import Batch, Call, Operation
 from ..errors import ExtractionError
 from .extract import FactExtractor, MalformedOutput, format_turns
 
@@ -127,7 +141,7 @@ def _ask(
     related: list[Fact],
     settings: ReflectionSettings,
     result: ReflectionResult,
-) -> Step[list[FactCandidate]]:
+) -> Operation[list[FactCandidate]]:
     """The facts of ``turns``, asking again on errors and invalid answers."""
     feedback: str | None = None
     last: Exception | None = None
@@ -188,7 +202,7 @@ def _ask(
     )
 
 
-def _related(env: Env, turns: list[BaseMessage], limit: int) -> Step[list[Fact]]:
+def _related(env: Env, turns: list[BaseMessage], limit: int) -> Operation[list[Fact]]:
     """The user's active facts most related to the turn (what the model may update)."""
     query = format_turns([m for m in turns if m.type == "human"]) or format_turns(turns)
     if not query.strip() or limit <= 0:
@@ -214,11 +228,12 @@ def reflect_steps(
     messages: Sequence[BaseMessage],
     thread_id: str,
     settings: ReflectionSettings,
-) -> Step[ReflectionResult]:
+) -> Operation[ReflectionResult]:
     """Reflect the thread's messages after its cursor (see the module docstring)."""
     result = ReflectionResult(thread_id)
-    key = label(thread_id)
-    [item] = yield Batch([GetOp(env.ns("reflection"), key)])
+    key = thread_id
+    cursor_ns = env.meta(env.layer(pf.PROFILE_LAYER), "reflection")
+    [item] = yield Batch([GetOp(cursor_ns, key)])
     pending = _pending(messages, item.value.get("last_message_id") if item else None)
     for start in range(0, len(pending), max(1, settings.window)):
         chunk = pending[start : start + max(1, settings.window)]
@@ -241,5 +256,5 @@ def reflect_steps(
             result.absorb(update)
         if chunk[-1].id:
             value = {"last_message_id": chunk[-1].id, "thread_id": thread_id, "at": env.stamp}
-            yield Batch([PutOp(env.ns("reflection"), key, value, False)])
+            yield Batch([PutOp(cursor_ns, key, value, False)])
     return result

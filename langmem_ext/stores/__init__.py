@@ -1,14 +1,21 @@
-"""LangGraph ``BaseStore`` backends. They know nothing about memories."""
+"""LangGraph ``BaseStore`` backends. They know nothing about memories.
+
+Example:
+    >>> from langmem_ext.stores import SQLiteStore, supports_hybrid
+    >>> supports_hybrid(SQLiteStore())
+    True
+"""
 
 from ._base import HybridStore, supports_hybrid
-from ._filters import OPERATORS
-from ._ops import HybridSearchOp, SearchMode
+from ._filters import OPERATORS, normalize_filter
+from ._ops import SEARCH_MODES, HybridSearchOp, SearchMode
 from .embeddings import CachedEmbeddings, IndexConfig, LocalEmbeddings
 from .postgres import AsyncPostgresStore, PostgresStore, VectorIndexConfig
 from .sqlite import SQLiteStore
 
 __all__ = [
     "OPERATORS",
+    "SEARCH_MODES",
     "AsyncPostgresStore",
     "CachedEmbeddings",
     "HybridSearchOp",
@@ -19,5 +26,6 @@ __all__ = [
     "SQLiteStore",
     "SearchMode",
     "VectorIndexConfig",
+    "normalize_filter",
     "supports_hybrid",
 ]

@@ -1,8 +1,14 @@
-"""Where users meet the package: agent tools, namespace templates, compartments, the CLI."""
+"""Where users meet the package: agent tools, namespace templates, compartments, the CLI.
 
+Example:
+    >>> from langmem_ext.surfaces import create_manage_memory_tool
+    >>> create_manage_memory_tool().name
+    'manage_memory'
+"""
+
+from ..engine import IDENTITY_KEYS, NamespaceTemplate, resolve_identity
 from ._tooling import MemoryNotFoundError, MemoryTool, MemoryToolError
 from .compartments import COMPARTMENTS, CompartmentFullError, Compartments, MemoryEntry
-from .namespaces import IDENTITY_KEYS, NamespaceTemplate, resolve_identity
 from .tools import create_manage_memory_tool, create_search_memory_tool
 
 __all__ = [

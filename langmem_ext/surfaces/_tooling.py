@@ -12,9 +12,9 @@ from langchain_core.tools import StructuredTool
 from langgraph.store.base import BaseStore
 from pydantic import ValidationError as PydanticValidationError
 
-from ..errors import ConfigurationError, LangmemError
+from .._langgraph import config_runtime, current_config
+from ..errors import ConfigurationError, LangmemError, TenantAccessError
 from ..errors import MemoryNotFoundError as _EngineNotFound
-from .namespaces import config_runtime, current_config
 
 __all__ = ["MemoryNotFoundError", "MemoryTool", "MemoryToolError", "dumps", "resolve_store"]
 
@@ -45,19 +45,19 @@ class MemoryTool(StructuredTool):
     def run(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         try:
             return super().run(tool_input, *args, **kwargs)
-        except (MemoryToolError, ConfigurationError) as e:
+        except (MemoryToolError, ConfigurationError, TenantAccessError) as e:
             return self._to_message(e, kwargs.get("tool_call_id"))
 
     async def arun(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         try:
             return await super().arun(tool_input, *args, **kwargs)
-        except (MemoryToolError, ConfigurationError) as e:
+        except (MemoryToolError, ConfigurationError, TenantAccessError) as e:
             return self._to_message(e, kwargs.get("tool_call_id"))
 
     def _to_message(self, e: LangmemError, tool_call_id: str | None) -> lc_messages.ToolMessage:
         if tool_call_id is None:
             raise e
-        if isinstance(e, ConfigurationError):
+        if isinstance(e, ConfigurationError | TenantAccessError):
             # Not the model's mistake, but it must see it (and can tell the user)
             # rather than crash the run: the issue asks for model-readable errors.
             hint = "Memory is unavailable for this conversation; tell the user."

@@ -44,6 +44,7 @@ import json
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from typing import Any, Literal
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
@@ -52,12 +53,13 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore, PutOp
 from pydantic import BaseModel, Field, create_model
 
-from ..errors import ConfigurationError
+from .._langgraph import config_runtime, current_config
+from ..engine import MemoryContext, NamespaceTemplate, layout
+from ..engine.models import ts
+from ..engine.namespaces import check_label
+from ..errors import ConfigurationError, MissingIdentifierError
 from ..reflection.middleware import with_system_block
-from ..stores._ops import iso_now
-from . import namespaces as _ns
 from ._tooling import MemoryTool, MemoryToolError, resolve_store
-from .namespaces import _Lookup
 
 __all__ = ["COMPARTMENTS", "CompartmentFullError", "Compartments", "MemoryEntry"]
 
@@ -97,8 +99,13 @@ class Compartments:
 
     Args:
         store: Store to use; by default the running graph's store.
-        namespace: Prefix of every compartment's namespace; a template such as
-            ``("compartments", "{user_id}")`` is filled per call.
+        namespace: The app's namespace template for each user's memories (the
+            same as the memory tools'); None: the identity rule. Compartments live
+            in that user's bookkeeping, so one user never reads another's
+            session, even on a shared session id. Without any user (a
+            single-user app passing only ``thread_id``), they live in an
+            anonymous space of the tenant.
+        default_tenant: tenant of runs without authentication.
         limit: Characters of content each compartment may hold (10,000).
         limits: Per-compartment overrides, e.g. ``{"plan": 20_000}``.
         plan_scope: ``"session"`` (default) or ``"run"``: how long plans live.
@@ -113,7 +120,8 @@ class Compartments:
         self,
         *,
         store: BaseStore | None = None,
-        namespace: tuple[str, ...] | str | _ns.NamespaceTemplate = ("compartments",),
+        namespace: tuple[str, ...] | str | NamespaceTemplate | None = None,
+        default_tenant: str | None = None,
         limit: int = 10_000,
         limits: dict[str, int] | None = None,
         plan_scope: Literal["run", "session"] = "session",
@@ -129,7 +137,8 @@ class Compartments:
         if any(v < 1 for v in self.limits.values()):
             raise ConfigurationError(f"limits must be positive, got {self.limits}")
         self.store = store
-        self.namespace = _ns.NamespaceTemplate(namespace)
+        self.namespace = NamespaceTemplate(namespace)
+        self.default_tenant = default_tenant
         self.plan_scope = plan_scope
         self.tools: list[MemoryTool] = _make_tools(self)
 
@@ -142,20 +151,25 @@ class Compartments:
             ConfigurationError: no ``thread_id`` / ``session_id`` / ``run_id`` to
                 key the compartment by.
         """
-        cfg = _ns.current_config(config)
+        cfg = current_config(config)
         conf = cfg.get("configurable") or {}
-        base = self.namespace(cfg)
+        ctx = MemoryContext.from_config(
+            cfg, namespace=self.namespace, default_tenant=self.default_tenant
+        )
+        try:
+            space = layout.user_space(ctx.tenant_id, ctx.own_space())
+        except MissingIdentifierError:
+            space = (*layout.tenant_root(ctx.tenant_id), "_anonymous")
+        base = layout.meta_space(ctx.tenant_id, space, "compartments")
         if compartment == "session" or (compartment == "plan" and self.plan_scope == "session"):
-            session = _Lookup(cfg, None).get("session_id")
-            if session is None or not isinstance(session, str | int | uuid.UUID):
-                session = conf.get("thread_id")
+            session = ctx.session_id
             if session is None:
                 raise ConfigurationError(
                     f"{compartment} memory needs a session: set 'session_id' or 'thread_id' "
                     "in config['configurable'] (use a checkpointer and a thread)"
                 )
-            return (*base, compartment, _ns.check_label("session_id", session))
-        runtime = _ns.config_runtime(cfg)
+            return (*base, compartment, check_label("session_id", session))
+        runtime = config_runtime(cfg)
         run = getattr(getattr(runtime, "execution_info", None), "run_id", None)
         run = run or conf.get("thread_id")
         if run is None:
@@ -163,11 +177,11 @@ class Compartments:
                 f"{compartment} memory needs a run: set 'thread_id' in config['configurable'] "
                 "or pass run_id in the config"
             )
-        ns = (*base, compartment, _ns.check_label("run id", str(run)))
+        ns = (*base, compartment, check_label("run id", str(run)))
         # checkpoint_ns is "node:task" at the top level and "tool:task|node:task" in a
         # sub-agent; its parent part tells a sub-agent's run from its parent's.
         parent = "|".join(str(conf.get("checkpoint_ns") or "").split("|")[:-1])
-        return (*ns, _ns.check_label("graph", parent)) if parent else ns
+        return (*ns, check_label("graph", parent)) if parent else ns
 
     def entries(self, compartment: str, config: RunnableConfig | None = None) -> list[MemoryEntry]:
         """The entries of ``compartment``, oldest first (no access is counted)."""
@@ -200,7 +214,7 @@ class Compartments:
     def _where(
         self, compartment: str, config: RunnableConfig | None
     ) -> tuple[BaseStore, tuple[str, ...]]:
-        cfg = _ns.current_config(config)
+        cfg = current_config(config)
         return resolve_store(self.store, cfg, "compartment memory"), self.scope(compartment, cfg)
 
     def _run_scoped(self) -> tuple[str, ...]:
@@ -346,7 +360,7 @@ def _plan_save(
     if not content.strip():
         raise MemoryToolError("content is empty; save some text.")
     limit = c.limits[compartment]
-    now = iso_now()
+    now = ts(datetime.now(timezone.utc))
     entry_id = args.get("id")
     old = next((e for e in entries if e.id == entry_id), None) if entry_id else None
     if entry_id and old is None:

@@ -22,7 +22,7 @@ Example:
     >>> rule_id = tools["memory_store_rule"].invoke(
     ...     {"content": "Always confirm before sending messages"}, config)
     >>> tools["memory_get"].invoke({"type": "episode", "id": rule_id}, config)
-    "MEMORY_NOT_FOUND: no episode with id '...' in this tenant; ..."
+    "MEMORY_NOT_FOUND: no episode with id '...' among your memories; ..."
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ _TENANT_DOC = "Leave empty. Admins only, with an elevated context: another tenan
 
 
 def _record_json(record: MemoryRecord, engine: MemoryEngine, config: RunnableConfig) -> str:
-    value = record.to_value()
+    value = record.to_dict()
     if isinstance(record, Fact | Rule):
         value["effective_confidence"] = round(record.effective_confidence(engine.config.clock()), 4)
     return json.dumps(value, ensure_ascii=False)

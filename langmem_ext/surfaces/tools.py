@@ -7,8 +7,13 @@ switching is a change of import. What differs:
 
 * ``namespace`` may be left out: it is then built from the caller's identity
   (``{"user_id": "u-123"}`` → ``("user", "u-123")``, see
-  :mod:`langmem_ext.surfaces.namespaces`), and templates also read
-  ``Runtime.context``.
+  :mod:`langmem_ext.engine.namespaces`), and templates also read
+  ``Runtime.context``. The tools share each user's memories with reflection,
+  the engine and the memory prompt (see :mod:`langmem_ext.engine.layout`):
+  search finds the facts reflection extracted, and updating one supersedes it
+  (a new id, the old fact kept in its history). Under LangGraph authentication
+  the user comes from the auth user, never from the config, and an
+  authenticated tenant's namespaces start with ``("tenant", <tenant>)``.
 * Search is the store's search: hybrid (vector + keyword) on
   :class:`~langmem_ext.SQLiteStore`, with ``filter`` operators ``$eq $ne $gt
   $gte $lt $lte $in $nin $exists $contains``, ``limit`` and ``offset``.
@@ -22,7 +27,8 @@ switching is a change of import. What differs:
 * Configuration errors (no store, a namespace key missing from the config) are
   not the model's to fix: they raise
   :class:`~langmem_ext.errors.ConfigurationError` (an ``Exception``) and stop the run.
-* Deleting an unknown id succeeds (idempotent), as in LangMem.
+* Deleting an unknown id succeeds (idempotent), as in LangMem. Every change is
+  recorded as an audit event (``MemoryEngine.history``).
 * ``strict=True`` gives argument schemas valid for OpenAI strict mode (every
   property required and nullable where optional, no defaults, no free-form
   objects: the search filter becomes a list of ``{field, op, value}``).
@@ -34,27 +40,30 @@ Example:
     >>> manage.invoke({"content": "likes green tea"})  # doctest: +ELLIPSIS
     'created memory ...'
     >>> search = create_search_memory_tool(("memories",), store=store)
-    >>> import json; [m["value"] for m in json.loads(search.invoke({"query": "tea"}))]
-    [{'content': 'likes green tea'}]
+    >>> import json; [m["value"]["content"] for m in json.loads(search.invoke({"query": "tea"}))]
+    ['likes green tea']
 """
 
 from __future__ import annotations
 
-import inspect
+import contextlib
 import json
 import uuid
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.store.base import BaseStore, SearchItem
+from langgraph.store.base import BaseStore, SearchOp
 from pydantic import BaseModel, BeforeValidator, Field, TypeAdapter, WithJsonSchema, create_model
 from pydantic import ValidationError as PydanticValidationError
 
-from ..errors import ConfigurationError
-from ..stores._filters import OPERATORS, normalize_filter
+from ..engine import EngineConfig, EnginesByStore, MemoryEngine, NamespaceTemplate
+from ..engine import lifecycle as lc
+from ..engine.requests import Batch
+from ..errors import ConfigurationError, LangmemError, MissingIdentifierError
+from ..errors import MemoryNotFoundError as _NotFound
+from ..stores import OPERATORS, HybridSearchOp, normalize_filter, supports_hybrid
 from ._tooling import MemoryNotFoundError, MemoryTool, MemoryToolError, dumps, resolve_store, short
-from .namespaces import NamespaceTemplate
 
 __all__ = [
     "MemoryNotFoundError",
@@ -89,6 +98,7 @@ def create_manage_memory_tool(
     store: BaseStore | None = None,
     name: str = "manage_memory",
     strict: bool = False,
+    default_tenant: str | None = None,
 ) -> MemoryTool:
     """Create the ``manage_memory`` tool: create, update or delete a memory.
 
@@ -107,6 +117,8 @@ def create_manage_memory_tool(
         store: Store to use; by default the running graph's store.
         name: Tool name.
         strict: Make the argument schema valid for OpenAI strict mode.
+        default_tenant: Tenant of runs without authentication (default: the
+            single-tenant default, whose namespaces carry no tenant prefix).
 
     Raises:
         ConfigurationError: ``actions_permitted`` is empty or has an unknown action.
@@ -130,10 +142,11 @@ def create_manage_memory_tool(
         raise ConfigurationError(
             f"unknown actions {bad} in actions_permitted; use {', '.join(_ACTIONS)}"
         )
-    namespacer = NamespaceTemplate(namespace)
-    default_action = "create" if "create" in actions else actions[0]
+    template = NamespaceTemplate(namespace)
     initial_store = store
+    default_action = "create" if "create" in actions else actions[0]
     content_adapter: TypeAdapter[Any] = TypeAdapter(schema)
+    engines = EnginesByStore(EngineConfig(namespace=template, default_tenant=default_tenant))
 
     def check(content: Any, action: Any, id: Any) -> tuple[str, str | None, Any]:
         # All of the model's mistakes are found here, before any store access.
@@ -160,6 +173,12 @@ def create_manage_memory_tool(
             raise MemoryToolError(f"content is required to {action} a MEMORY.")
         return action, key, _json_content(content, content_adapter)
 
+    def plan(content: Any, action: Any, id: Any, config: RunnableConfig) -> Any:
+        store = resolve_store(initial_store, config, name)
+        action, key, value = check(content, action, id)
+        engine = engines.get(store)
+        return engine, _manage(engine, _env(engine, config), action, key, value)
+
     def manage_memory(
         content: Any = None,
         action: str = default_action,
@@ -167,21 +186,11 @@ def create_manage_memory_tool(
         id: Any = None,
         config: RunnableConfig,
     ) -> str:
-        store = resolve_store(initial_store, config, name)
-        action, key, value = check(content, action, id)
-        ns = namespacer(config)
-        if action == "delete":
-            store.delete(ns, str(key))
-            return f"Deleted memory {key}"
-        if action == "update":
-            item = store.get(ns, str(key))
-            if item is None:
-                raise _not_found(key, ns)
-            store.put(ns, str(key), {**item.value, "content": value})
-        else:
-            key = str(uuid.uuid4())
-            store.put(ns, key, {"content": value})
-        return f"{action}d memory {key}"
+        engine, step = plan(content, action, id, config)
+        try:
+            return engine.run(step, name)
+        except LangmemError as e:
+            raise for_model(e) from e
 
     async def amanage_memory(
         content: Any = None,
@@ -190,21 +199,11 @@ def create_manage_memory_tool(
         id: Any = None,
         config: RunnableConfig,
     ) -> str:
-        store = resolve_store(initial_store, config, name)
-        action, key, value = check(content, action, id)
-        ns = namespacer(config)
-        if action == "delete":
-            await store.adelete(ns, str(key))
-            return f"Deleted memory {key}"
-        if action == "update":
-            item = await store.aget(ns, str(key))
-            if item is None:
-                raise _not_found(key, ns)
-            await store.aput(ns, str(key), {**item.value, "content": value})
-        else:
-            key = str(uuid.uuid4())
-            await store.aput(ns, key, {"content": value})
-        return f"{action}d memory {key}"
+        engine, step = plan(content, action, id, config)
+        try:
+            return await engine.arun(step, name)
+        except LangmemError as e:
+            raise for_model(e) from e
 
     return MemoryTool.from_function(
         manage_memory,
@@ -291,13 +290,54 @@ def _json_content(content: Any, adapter: TypeAdapter[Any]) -> Any:
 def _check_id(id: Any) -> str:
     if isinstance(id, uuid.UUID):
         return str(id)
-    try:
-        return str(uuid.UUID(str(id)))
-    except ValueError:
+    with contextlib.suppress(ValueError, TypeError, AttributeError):
+        return str(uuid.UUID(str(id)))  # any spelling of a UUID names the same key
+    text = str(id).strip() if isinstance(id, str | int) and not isinstance(id, bool) else ""
+    if not text or len(text) > 200 or any(c.isspace() or ord(c) < 32 for c in text):
         raise MemoryToolError(
-            f"MEMORY ID {id!r} is not a valid id; ids are UUIDs such as "
-            "'123e4567-e89b-12d3-a456-426614174000'. Copy the key of a search result."
-        ) from None
+            f"MEMORY ID {id!r} is not a valid id; copy the key of a search result "
+            "(e.g. '123e4567-e89b-12d3-a456-426614174000' or 'fact_1a2b3c4d')."
+        )
+    return text
+
+
+def _env(engine: MemoryEngine, config: RunnableConfig) -> Any:
+    """The caller's environment; a caller without a user is a configuration
+    problem for a tool (not the model's to fix)."""
+    env = engine.env(config)
+    try:
+        env.ctx.own_space()
+    except MissingIdentifierError as e:
+        raise ConfigurationError(str(e), key="user_id") from None
+    return env
+
+
+def _manage(engine: MemoryEngine, env: Any, action: str, key: str | None, value: Any) -> Any:
+    """The tool's one body, a generator of store requests (run sync or async).
+    An update goes through ``revise``: a fact reflection extracted is superseded
+    (new id, history kept), a note is updated in place."""
+    if action == "delete":
+        yield from lc.delete(env, key)
+        return f"Deleted memory {key}"
+    if action == "update":
+        try:
+            record = yield from lc.revise(env, str(key), value)
+        except _NotFound:
+            raise _not_found(key, env.layer("user").ns) from None
+        return f"updated memory {record.id}"
+    note = yield from lc.add_note(env, value, None, "global", None, None)
+    return f"created memory {note.id}"
+
+
+def for_model(e: LangmemError) -> LangmemError:
+    """The error a tool raises for ``e``: the model's own mistakes (bad values,
+    unknown ids, content too long) as a :class:`MemoryToolError` it reads and
+    corrects; configuration and provider failures as they are."""
+    if isinstance(e, MemoryToolError | ConfigurationError) or e.retryable:
+        return e
+    if isinstance(e, ValueError | LookupError):
+        return MemoryToolError(f"{e.code}: {e}", **e.details)
+    return e
 
 
 def _not_found(key: Any, ns: tuple[str, ...]) -> MemoryNotFoundError:
@@ -321,6 +361,7 @@ def create_search_memory_tool(
     name: str = "search_memory",
     strict: bool = False,
     search_mode: Literal["hybrid", "vector", "keyword"] | None = None,
+    default_tenant: str | None = None,
 ) -> MemoryTool:
     """Create the ``search_memory`` tool: find memories by query and filter.
 
@@ -339,6 +380,7 @@ def create_search_memory_tool(
             ``{"field", "op", "value"}`` conditions.
         search_mode: ``"hybrid"``, ``"vector"`` or ``"keyword"`` for stores that
             rank by mode (:class:`~langmem_ext.SQLiteStore`); default: the store's.
+        default_tenant: As in :func:`create_manage_memory_tool`.
 
     Example:
         >>> from langmem_ext import SQLiteStore
@@ -355,34 +397,39 @@ def create_search_memory_tool(
         raise ConfigurationError(
             f"response_format must be 'content' or 'content_and_artifact', got {response_format!r}"
         )
-    namespacer = NamespaceTemplate(namespace)
+    template = NamespaceTemplate(namespace)
     initial_store = store
+    engines = EnginesByStore(EngineConfig(namespace=template, default_tenant=default_tenant))
 
     def check(query: Any, limit: Any, offset: Any, filter: Any) -> tuple[int, int, Any]:
         if query is not None and not isinstance(query, str):
             raise MemoryToolError(f"query must be text, got {type(query).__name__}.")
         limit = 10 if limit is None else limit
         offset = 0 if offset is None else offset
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise MemoryToolError(f"limit must be a whole number of at least 1, got {limit!r}.")
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise MemoryToolError(f"offset must be a whole number of at least 0, got {offset!r}.")
+        for label, v, low in (("limit", limit, 1), ("offset", offset, 0)):
+            if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= _MAX_PAGE:
+                raise MemoryToolError(
+                    f"{label} must be a whole number from {low} to {_MAX_PAGE}, got {v!r}."
+                )
         if isinstance(filter, list):
             filter = _conditions_to_filter(filter)
         try:
             normalize_filter(filter)
-        except ValueError as e:
+        except (ValueError, TypeError) as e:
             raise MemoryToolError(f"Invalid filter: {e}.") from None
         return limit, offset, filter or None
 
-    def kwargs_for(store: BaseStore) -> dict[str, Any]:
-        if search_mode is not None and "mode" in inspect.signature(store.search).parameters:
-            return {"mode": search_mode}
-        return {}
-
-    def respond(items: list[SearchItem]) -> Any:
-        content = dumps([item.dict() for item in items])
-        return (content, items) if response_format == "content_and_artifact" else content
+    def plan(query: Any, limit: Any, offset: Any, filter: Any, config: RunnableConfig) -> Any:
+        store = resolve_store(initial_store, config, name)
+        limit, offset, filter = check(query, limit, offset, filter)
+        engine = engines.get(store)
+        ns = _env(engine, config).layer("user").ns
+        op: Any
+        if supports_hybrid(store):
+            op = HybridSearchOp(ns, filter, limit, offset, query, True, search_mode)
+        else:
+            op = SearchOp(ns, filter, limit, offset, query, True)
+        return engine, _search(op, response_format)
 
     def search_memory(
         query: str | None = None,
@@ -392,16 +439,11 @@ def create_search_memory_tool(
         filter: Any = None,
         config: RunnableConfig,
     ) -> Any:
-        store = resolve_store(initial_store, config, name)
-        limit, offset, filter = check(query, limit, offset, filter)
-        ns = namespacer(config)
+        engine, step = plan(query, limit, offset, filter, config)
         try:
-            items = store.search(
-                ns, query=query, filter=filter, limit=limit, offset=offset, **kwargs_for(store)
-            )
-        except ValueError as e:
-            raise MemoryToolError(f"The store rejected this search: {e}.") from e
-        return respond(items)
+            return engine.run(step, name)
+        except (LangmemError, ValueError) as e:
+            raise _rejected(e) from e
 
     async def asearch_memory(
         query: str | None = None,
@@ -411,16 +453,11 @@ def create_search_memory_tool(
         filter: Any = None,
         config: RunnableConfig,
     ) -> Any:
-        store = resolve_store(initial_store, config, name)
-        limit, offset, filter = check(query, limit, offset, filter)
-        ns = namespacer(config)
+        engine, step = plan(query, limit, offset, filter, config)
         try:
-            items = await store.asearch(
-                ns, query=query, filter=filter, limit=limit, offset=offset, **kwargs_for(store)
-            )
-        except ValueError as e:
-            raise MemoryToolError(f"The store rejected this search: {e}.") from e
-        return respond(items)
+            return await engine.arun(step, name)
+        except (LangmemError, ValueError) as e:
+            raise _rejected(e) from e
 
     description = (
         "Search your long-term memories for information relevant to your current context. "
@@ -434,6 +471,54 @@ def create_search_memory_tool(
         args_schema=_search_schema(name, strict),
         response_format=response_format,
     )
+
+
+#: The largest limit or offset a model may ask for (larger numbers are
+#: mistakes, and some stores cannot bind them).
+_MAX_PAGE = 10_000
+
+
+#: Engine bookkeeping the model does not need to read (the artifact keeps it all).
+_HIDDEN = frozenset(
+    {
+        "slot",
+        "decay_rate",
+        "provenance",
+        "last_confirmed_at",
+        "created_by",
+        "created_at",
+        "updated_at",
+        "subject",
+        "predicate",
+        "permanence",
+        "validity",
+    }
+)
+
+
+def _shown(item: Any) -> dict[str, Any]:
+    """An item as the model sees it: LangMem's item dict, with the engine's
+    bookkeeping fields left out of the value (short prompts for small models)."""
+    out = item.dict()
+    value = out.get("value")
+    if isinstance(value, dict) and "kind" in value:
+        out["value"] = {k: v for k, v in value.items() if k not in _HIDDEN}
+    return out
+
+
+def _search(op: Any, response_format: str) -> Any:
+    """The search tool's one body: one store search, rendered as LangMem does."""
+    [items] = yield Batch([op])
+    content = dumps([_shown(item) for item in items])
+    return (content, items) if response_format == "content_and_artifact" else content
+
+
+def _rejected(e: Exception) -> Exception:
+    if isinstance(e, MemoryToolError | ConfigurationError):
+        return e
+    if isinstance(e, LangmemError) and e.retryable:
+        return e
+    return MemoryToolError(f"The store rejected this search: {e}.")
 
 
 _FILTER_DOC = (

@@ -11,6 +11,8 @@ Each call answers with the next step of the script:
 
 ``calls`` counts the calls, ``seen`` keeps each call's messages and ``bound``
 each call's binding kwargs (``tool_choice``, ``response_format``).
+``rejects`` lists ``tool_choice`` values the model answers with an HTTP 500
+error, as llama.cpp's server does for ``"any"`` and ``"required"``.
 
 Example:
     >>> from langchain_core.messages import HumanMessage
@@ -32,7 +34,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
-__all__ = ["ScriptedExtractionModel", "facts_call"]
+__all__ = ["ScriptedExtractionModel", "UnsupportedRequest", "facts_call"]
 
 _ids = itertools.count(1)
 
@@ -47,11 +49,19 @@ def facts_call(facts: Sequence[Any]) -> AIMessage:
     return AIMessage("", tool_calls=[call])
 
 
+class UnsupportedRequest(Exception):
+    """What an OpenAI-compatible server answers to a request shape it does not
+    support (``status_code`` 500, like llama.cpp's server)."""
+
+    status_code = 500
+
+
 class ScriptedExtractionModel(BaseChatModel):
     """Plays ``script`` (see the module docstring)."""
 
     script: list[Any]
     supports_tools: bool = True
+    rejects: tuple[str, ...] = ()
     calls: int = 0
     seen: list[list[BaseMessage]] = Field(default_factory=list)
     bound: list[dict[str, Any]] = Field(default_factory=list)
@@ -72,6 +82,8 @@ class ScriptedExtractionModel(BaseChatModel):
         self.calls += 1
         self.seen.append(list(messages))
         self.bound.append({k: v for k, v in kwargs.items() if k != "run_manager"})
+        if kwargs.get("tool_choice") in self.rejects:
+            raise UnsupportedRequest(f"Unsupported tool_choice {kwargs['tool_choice']!r}")
         if not self.script:
             raise AssertionError("the script has no more steps")
         step = self.script.pop(0)

@@ -84,9 +84,14 @@ def eng(request, engine) -> Runner:
 
 
 def snapshot(store: Any) -> list[tuple]:
-    """Everything the engine stored, to prove a failed call changed nothing."""
-    items = store.search(("memories",), limit=100_000)
+    """Everything stored, to prove a failed call changed nothing."""
+    items = store.search((), limit=100_000)
     return sorted((tuple(i.namespace), i.key, json.dumps(i.value, sort_keys=True)) for i in items)
 
 
-__all__ = ["START", "EngineConfig", "FakeClock", "Runner", "make_store", "snapshot"]
+def space(ctx: MemoryContext) -> tuple[str, ...]:
+    """Where the caller's own memories live."""
+    return MemoryEngine(InMemoryStore()).env(ctx).layer("user").ns
+
+
+__all__ = ["START", "EngineConfig", "FakeClock", "Runner", "make_store", "snapshot", "space"]

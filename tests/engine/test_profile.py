@@ -11,7 +11,7 @@ import pytest
 from langmem_ext.engine import FactCandidate, MemoryContext
 from langmem_ext.errors import FactNotFoundError, InvalidValueError, MemoryNotFoundError
 
-from .conftest import snapshot
+from .conftest import snapshot, space
 
 
 def fact(content: str, category: str = "preference", confidence: float = 0.9, **kw):
@@ -23,7 +23,7 @@ def test_create_fact_id_timestamp_persisted(eng, ctx, store):
     assert re.fullmatch(r"fact_[0-9a-f]{8}", f.id)
     created = datetime.fromisoformat(f.created_at)
     assert created.tzinfo is not None and created.utcoffset().total_seconds() == 0
-    item = store.get(("memories", "acme", "fact"), f.id)
+    item = store.get(space(ctx), f.id)
     assert item.value["content"] == "Prefers dark mode"
     assert item.value["category"] == "preference" and item.value["confidence"] == 0.9
     assert [x.id for x in eng.get_profile(ctx).facts] == [f.id]
@@ -32,7 +32,7 @@ def test_create_fact_id_timestamp_persisted(eng, ctx, store):
 def test_delete_fact_removes_it_and_keeps_the_audit(eng, ctx, store):
     f = eng.add_fact(ctx, "Prefers dark mode", "preference", 0.9)
     assert eng.delete_fact(ctx, f.id) is None
-    assert store.get(("memories", "acme", "fact"), f.id) is None
+    assert store.get(space(ctx), f.id) is None
     assert eng.get_profile(ctx).facts == []
     assert [e.action for e in eng.history(ctx, f.id)] == ["created", "deleted"]
 
@@ -57,7 +57,7 @@ def test_update_changes_only_given_fields_and_keeps_created_at(eng, ctx, clock, 
     assert (h.content, h.category, h.confidence) == ("Prefers light mode", "preference", 0.6)
     i = eng.update_fact(ctx, f.id, category="behavior")
     assert (i.content, i.category, i.confidence) == ("Prefers light mode", "behavior", 0.6)
-    stored = store.get(("memories", "acme", "fact"), f.id).value
+    stored = store.get(space(ctx), f.id).value
     assert stored["content"] == "Prefers light mode" and stored["created_at"] == f.created_at
     assert [x.content for x in eng.search(ctx, "light mode", types=["fact"])] == [
         "Prefers light mode"
@@ -116,7 +116,7 @@ def test_max_facts_removes_the_lowest_confidence_first(eng, ctx, store):
     c = eng.add_fact(ctx, "Lives in Oslo", "context", 0.8, max_facts=3)
     done = eng.add_facts(ctx, [fact("Wants to learn Rust", "goal", 0.7)], max_facts=3)
     assert done.removed == [b.id]
-    assert store.get(("memories", "acme", "fact"), b.id) is None
+    assert store.get(space(ctx), b.id) is None
     ids = {f.id for f in eng.get_profile(ctx).facts}
     assert ids == {a.id, c.id, done.added[0].id}
     # Seed 004: the new fact is added even when it is the least confident.

@@ -13,7 +13,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langmem_ext import SQLiteStore
 from langmem_ext.engine import MemoryContext, MemoryEngine
-from langmem_ext.errors import MemoryNotFoundError, MissingIdentifierError, TenantAccessError
+from langmem_ext.errors import IdentityError, MemoryNotFoundError, TenantAccessError
 from tests.embeddings import WordEmbeddings
 
 from .conftest import START
@@ -38,10 +38,29 @@ def test_explicit_context_for_non_langgraph_callers(eng):
     assert eng.get({"configurable": {"memory_context": ctx}}, f.id).id == f.id
 
 
-def test_unauthenticated_config_is_rejected(eng):
-    with pytest.raises(MissingIdentifierError) as e:
-        eng.stats({"configurable": {"user_id": "ada"}})
-    assert e.value.details["identifier"] == "tenant_id"
+def test_unauthenticated_runs_use_the_default_tenant(eng, store):
+    f = eng.store_fact({"configurable": {"user_id": "ada"}}, "user", "name", "Ada")
+    assert f.tenant_id == "default"
+    # the default tenant adds no prefix: the memory sits where the tools look
+    assert store.get(("user", "ada"), f.id).value["content"] == "Ada"
+    assert eng.get(auth_config("default", "bob"), f.id) is None
+
+
+def test_an_auth_user_without_tenant_is_the_default_tenant(eng):
+    f = eng.store_fact(auth_config(None), "user", "name", "Ada")
+    assert f.tenant_id == "default"
+    assert eng.get({"configurable": {"user_id": "ada"}}, f.id).id == f.id
+
+
+def test_auth_user_is_never_overridden_by_configurable(eng):
+    f = eng.store_fact(auth_config("acme"), "user", "name", "Ada")
+    spoof = auth_config("acme", "bob")
+    spoof["configurable"]["user_id"] = "ada"
+    with pytest.raises(IdentityError, match="authenticated user is 'bob'"):
+        eng.get(spoof, f.id)
+    with pytest.raises(IdentityError):
+        eng.search(spoof, "Ada")
+    assert eng.get(auth_config("acme", "bob"), f.id) is None
 
 
 def test_non_admin_tenant_override_rejected(eng):
@@ -142,14 +161,14 @@ def run(store, steps, only=None):
 def view(engine: MemoryEngine, tenant: str):
     """Everything a tenant can observe, without the random ids."""
     ctx = CTX[tenant]
-    drop = {"id", "superseded_by", "memory_id"}
+    drop = {"id", "superseded_by", "memory_id", "replaces"}
     rows = []
-    for kind in ("fact", "episode", "rule", "events", "refs"):
-        for item in engine.store.search(("memories", tenant, kind), limit=10_000):
-            value = dict(item.value)
-            if "changes" in value:  # old/new values may hold random ids; keep the fields
-                value["changes"] = sorted(value["changes"])
-            rows.append((kind, sorted((k, str(v)) for k, v in value.items() if k not in drop)))
+    for item in engine.store.search(("tenant", tenant), limit=10_000):
+        value = dict(item.value)
+        if "changes" in value:  # old/new values may hold random ids; keep the fields
+            value["changes"] = sorted(value["changes"])
+        where = tuple(item.namespace)[2:]
+        rows.append((where, sorted((k, str(v)) for k, v in value.items() if k not in drop)))
     listed = sorted((r.type, r.content) for r in engine.list(ctx, limit=1000).items)
     return engine.stats(ctx), sorted(rows), listed
 

@@ -3,7 +3,7 @@ llama-cpp-python's server does for a small model: a named ``tool_choice`` and
 ``json_object`` output work; ``tool_choice="required"``/``"any"`` and
 ``json_schema`` fail with HTTP 500. ``tools=False`` makes every request with
 tools fail (a server without tool calling). Replies come from ``script``: a
-JSON-able facts object per request."""
+JSON-able object per request, or a function of the request body giving one."""
 
 from __future__ import annotations
 
@@ -57,7 +57,8 @@ class LocalChatServer:
             return 500, {"error": {"message": "Unsupported tool_choice / response_format"}}
         if body.get("tools") and not self.tools:
             return 500, {"error": {"message": "tools are not supported by this model"}}
-        payload = json.dumps(self.script.pop(0))
+        step = self.script.pop(0)
+        payload = json.dumps(step(body) if callable(step) else step)
         if body.get("tools") and isinstance(choice, dict):
             name = choice["function"]["name"]
             call = {

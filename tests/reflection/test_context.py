@@ -229,7 +229,7 @@ def test_context_bumps_only_what_it_shows(engine, ctx, store):
     for i in range(20):
         engine.store_fact(ctx, "user", f"k{i}", f"User diet note {i} " + "padding " * 30)
     memory_context(engine, ctx, "user diet note", "general", token_budget=200)
-    refs = store.search(("memories", "acme", "refs"), limit=100)
+    refs = store.search(("tenant", "acme", "_meta", "user/ada", "refs"), limit=100)
     shown = memory_context(engine, ctx, "user diet note", "general", token_budget=200)
     assert 0 < len(refs) < 20
     assert shown.count("- [") == len(refs)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
@@ -128,7 +129,7 @@ def test_shutdown_can_cancel_pending_reflections(engine, ctx):
 
 def test_bad_configuration_is_a_clear_error_at_submit(engine, store):
     with make_executor([], engine) as ex:
-        with pytest.raises(MissingIdentifierError, match="no authenticated caller"):
+        with pytest.raises(MissingIdentifierError, match="has no user"):
             ex.submit(turn(0), {"configurable": {"thread_id": "t1"}})
         with pytest.raises(TypeError, match="list of messages"):
             ex.submit("hello", config_for(MemoryContext("acme", user_id="ada")))
@@ -228,3 +229,70 @@ def test_settings_are_validated(bad):
 def test_delay_is_validated(engine):
     with pytest.raises(ValueError, match="delay"):
         ReflectionExecutor(ScriptedExtractionModel([]), engine=engine, delay=-1)
+
+
+# -- LangMem's form, futures, the event loop going away ---------------------------------
+
+
+def test_submit_returns_a_future_with_the_result(engine, ctx):
+    model = ScriptedExtractionModel([FACT])
+    with make_executor(model, engine) as ex:
+        fut = ex.submit(turn(0), config_for(ctx), after_seconds=0)
+        result = fut.result(timeout=30)
+    assert [f.content for f in result.added] == ["Lives in Berlin"]
+
+
+def test_a_failed_reflection_sets_its_future_and_keeps_the_turn(engine, ctx):
+    model = ScriptedExtractionModel([RuntimeError("down")] * 3 + [FACT])
+    settings = ReflectionSettings(backoff=0.0)
+    with make_executor(model, engine, settings=settings) as ex:
+        fut = ex.submit(turn(0), config_for(ctx))
+        with pytest.raises(Exception, match="failed 3 times"):
+            fut.result(timeout=30)
+        assert ex.retry_failed() == 1
+        assert ex.flush(timeout=30)
+    assert contents(engine, ctx) == ["Lives in Berlin"]
+
+
+def test_debounced_submissions_share_one_result(engine, ctx):
+    model = ScriptedExtractionModel([FACT])
+    with make_executor(model, engine, delay=60) as ex:
+        first = ex.submit(turn(0), config_for(ctx))
+        second = ex.submit(turn(0) + turn(1), config_for(ctx))
+        ex.flush(timeout=30)
+        assert first.result(timeout=5) is second.result(timeout=5)
+    assert model.calls == 1
+
+
+def test_remote_form_is_a_clear_error():
+    with pytest.raises(ConfigurationError, match="remote reflection"):
+        ReflectionExecutor("my_memory_manager", ("memories",), url="http://127.0.0.1:2024")
+
+
+def test_pending_async_reflections_survive_the_loop_ending(engine, ctx):
+    model = ScriptedExtractionModel([FACT])
+    ex = make_executor(model, engine, delay=3600)
+
+    async def main():
+        await ex.asubmit(turn(0), config_for(ctx))  # due in an hour; no ashutdown()
+
+    asyncio.run(main())  # the loop ends with the reflection pending
+    assert ex.flush(timeout=30)  # it moved to the worker thread instead of being lost
+    ex.shutdown()
+    assert contents(engine, ctx) == ["Lives in Berlin"]
+
+
+def test_shutdown_waits_at_most_its_timeout_in_all(engine, ctx):
+    never = threading.Event()
+
+    def stuck(messages):
+        never.wait(10)
+        return []
+
+    ex = make_executor(ScriptedExtractionModel([stuck]), engine)
+    ex.submit(turn(0), config_for(ctx))
+    deadline = time.monotonic() + 10
+    while not ex._running and time.monotonic() < deadline:  # the worker took the job
+        time.sleep(0.01)
+    assert ex.shutdown(timeout=0.5) is False
+    never.set()

@@ -154,7 +154,8 @@ def test_garbage_every_time_keeps_the_turn_pending(engine, ctx, reflect, store):
     with pytest.raises(ExtractionError, match="stays pending"):
         reflect(ex, TURN, config_for(ctx))
     assert contents(engine, ctx) == []
-    assert store.search(("memories", "acme", "reflection")) == []  # cursor not advanced
+    cursors = ("tenant", "acme", "_meta", "user/ada", "reflection")
+    assert store.search(cursors) == []  # cursor not advanced
     # the next reflection of the thread covers the failed turn and the new one
     nxt = [HumanMessage("And I adopted a dog", id="h2"), AIMessage("Lovely", id="a2")]
     model = ScriptedExtractionModel(
@@ -232,7 +233,7 @@ def test_the_cursor_sends_only_new_turns(engine, ctx, reflect, store):
     second = model.seen[1][1].content
     assert "I have a dog" in second and "Berlin" not in second
     assert result.messages == 2
-    [cursor] = store.search(("memories", "acme", "reflection"))
+    [cursor] = store.search(("tenant", "acme", "_meta", "user/ada", "reflection"))
     assert cursor.value["last_message_id"] == "a2"
     # nothing new: no model call at all
     assert reflect(ex, TURN + nxt, config_for(ctx)).model_calls == 0

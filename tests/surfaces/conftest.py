@@ -55,3 +55,17 @@ def snapshot(store: BaseStore) -> list[tuple]:
             if tuple(item.namespace) == tuple(ns):
                 out.append((tuple(item.namespace), item.key, item.value))
     return sorted(out, key=repr)
+
+
+def memories(store: BaseStore) -> list[tuple]:
+    """What is stored as memories (the audit trail and other bookkeeping left out)."""
+    return [row for row in snapshot(store) if "_meta" not in row[0]]
+
+
+#: What the engine adds to every value it writes (a tool's note included).
+ENGINE_KEYS = frozenset({"kind", "created_at", "updated_at", "created_by"})
+
+
+def plain(value: dict) -> dict:
+    """``value`` without the keys the engine adds: what the caller gave."""
+    return {k: v for k, v in value.items() if k not in ENGINE_KEYS}

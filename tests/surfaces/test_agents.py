@@ -16,7 +16,7 @@ from langgraph.prebuilt import create_react_agent
 from langmem_ext.errors import ConfigurationError
 from langmem_ext.surfaces.tools import create_manage_memory_tool, create_search_memory_tool
 
-from .conftest import snapshot
+from .conftest import memories, plain, snapshot
 from .scripted import ScriptedChatModel, call, last_tool_result, say
 
 AGENTS = {
@@ -78,7 +78,7 @@ def test_memories_follow_the_user_across_threads_never_to_other_users(kind, stor
 
     assert t1[2].status == "success" and t1[2].content.startswith("created memory ")
     key = t1[2].content.removeprefix("created memory ")
-    assert [i[:2] for i in snapshot(store)] == [(("user", "user-A"), key)]
+    assert [i[:2] for i in memories(store)] == [(("user", "user-A"), key)]
     found = json.loads(t2[2].content)
     assert [(m["namespace"], m["key"]) for m in found] == [(["user", "user-A"], key)]
     assert t2[-1].content == "You told me: My favourite colour is teal"
@@ -106,7 +106,7 @@ def test_model_mistakes_come_back_as_error_tool_messages(kind, store):
         script=[
             call("manage_memory", content="likes jazz", action="create"),
             call("manage_memory", content="likes blues", action="update"),  # no id
-            call("manage_memory", content="likes blues", action="update", id="jazz-memory"),
+            call("manage_memory", content="likes blues", action="update", id="jazz memory"),
             call(
                 "manage_memory",
                 content="likes blues",
@@ -136,7 +136,7 @@ def test_model_mistakes_come_back_as_error_tool_messages(kind, store):
     assert "unknown filter operator '$like'" in errors[5] and "$contains" in errors[5]
     # every error was shown to the model, which then fixed its call
     assert isinstance(model.seen[-1][-1], ToolMessage) and model.seen[-1][-1].status == "success"
-    assert [i[2] for i in snapshot(store)] == [{"content": "likes blues"}]
+    assert [plain(i[2]) for i in memories(store)] == [{"content": "likes blues"}]
 
 
 def _created(messages: list[BaseMessage]) -> str:
@@ -155,7 +155,8 @@ def test_identity_from_runtime_context_in_create_agent(store):
     model = ScriptedChatModel(script=[call("manage_memory", content="vegan"), say("ok")])
     agent = create_agent(model, [create_manage_memory_tool()], store=store, context_schema=Ctx)
     agent.invoke({"messages": [HumanMessage("I'm vegan")]}, context=Ctx(user_id="u-123"))
-    assert [(i[0], i[2]) for i in snapshot(store)] == [(("user", "u-123"), {"content": "vegan"})]
+    rows = [(i[0], plain(i[2])) for i in memories(store)]
+    assert rows == [(("user", "u-123"), {"content": "vegan"})]
 
 
 @pytest.mark.parametrize("kind", list(AGENTS))
@@ -238,6 +239,5 @@ def test_langmem_style_template_with_inmemory_store():
         {"configurable": {**cfg["configurable"], "thread_id": "2"}},
     )
     assert out["messages"][-1].content == "You told me: tea"
-    assert store.search(("memories", "123e4567-e89b-12d3-a456-426614174000"))[0].value == {
-        "content": "tea"
-    }
+    [item] = store.search(("memories", "123e4567-e89b-12d3-a456-426614174000"))
+    assert plain(item.value) == {"content": "tea"}

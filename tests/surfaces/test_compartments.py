@@ -17,6 +17,9 @@ from langmem_ext.surfaces.compartments import CompartmentFullError, Compartments
 from .conftest import snapshot
 from .scripted import ScriptedChatModel, call, last_tool_result, say
 
+#: Where compartments live for a caller without a user (only a thread id).
+ANON = ("_meta", "_anonymous", "compartments")
+
 T1 = {"configurable": {"thread_id": "t1"}}
 
 
@@ -62,7 +65,7 @@ def test_save_get_clear_with_entry_fields(any_store):
     again = json.loads(t["get_memory"].invoke({"compartment": "session", "id": eid}, T1))
     assert again[0]["access_count"] == 2
     # entries live in the BaseStore itself, under the compartment's namespace
-    assert [i[:2] for i in snapshot(any_store)] == [(("compartments", "session", "t1"), eid)]
+    assert [i[:2] for i in snapshot(any_store)] == [((*ANON, "session", "t1"), eid)]
     assert (
         t["clear_memory"].invoke({"compartment": "session"}, T1) == "cleared 1 entries from session"
     )
@@ -221,7 +224,7 @@ def test_session_shared_by_session_id_across_threads(store):
 
 def test_plan_scope_run_clears_with_the_run(store):
     c = Compartments(store=store, plan_scope="run")
-    assert c.scope("plan", T1) == ("compartments", "plan", "t1")
+    assert c.scope("plan", T1) == (*ANON, "plan", "t1")
     tools_of(c)["save_memory"].invoke({"compartment": "plan", "content": "1. a"}, T1)
     c.post_model_hook({"messages": [say("done")]}, T1)
     assert snapshot(store) == []
@@ -254,7 +257,7 @@ def _check_run(model, store, messages):
     assert len(blocks) == 4
     assert isinstance(messages[-2], ToolMessage) and "user prefers EUR" in messages[-2].content
     # the run ended: run memory cleared, session memory kept
-    assert [i[0][1] for i in snapshot(store)] == ["session"]
+    assert [i[0][len(ANON)] for i in snapshot(store)] == ["session"]
 
 
 def test_react_agent_shows_run_memory_every_call_and_clears_it(store):

@@ -10,8 +10,8 @@ from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
+from langmem_ext.engine import NamespaceTemplate, resolve_identity
 from langmem_ext.errors import ConfigurationError, LangmemError
-from langmem_ext.surfaces.namespaces import NamespaceTemplate, resolve_identity
 
 
 def cfg(**values):

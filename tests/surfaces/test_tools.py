@@ -19,7 +19,7 @@ from langmem_ext.surfaces.tools import (
     create_search_memory_tool,
 )
 
-from .conftest import snapshot
+from .conftest import memories, plain, snapshot
 
 U123 = {"configurable": {"user_id": "u-123"}}
 LANGMEM_DESCRIPTION = (
@@ -49,8 +49,10 @@ def test_create_lands_in_identity_namespace(any_store):
     key = created_id(tool.invoke({"content": "prefers dark mode", "action": "create"}, U123))
     uuid.UUID(key)  # a generated UUID
     item = any_store.get(("user", "u-123"), key)
-    assert item.value == {"content": "prefers dark mode"}
-    assert snapshot(any_store) == [(("user", "u-123"), key, {"content": "prefers dark mode"})]
+    assert item.value["kind"] == "note" and item.value["created_by"] == "u-123"
+    assert plain(item.value) == {"content": "prefers dark mode"}
+    rows = [(ns, k, plain(v)) for ns, k, v in memories(any_store)]
+    assert rows == [(("user", "u-123"), key, {"content": "prefers dark mode"})]
 
 
 def test_org_agent_identity_namespace(store):
@@ -64,7 +66,7 @@ def test_org_agent_identity_namespace(store):
 def test_template_namespace_from_configurable(store):
     tool = create_manage_memory_tool(("{user_id}", "memories"), store=store)
     key = created_id(tool.invoke({"content": "x"}, {"configurable": {"user_id": 42}}))
-    assert store.get(("42", "memories"), key).value == {"content": "x"}
+    assert plain(store.get(("42", "memories"), key).value) == {"content": "x"}
 
 
 def test_update_returns_updated_and_keeps_other_fields(any_store):
@@ -73,7 +75,7 @@ def test_update_returns_updated_and_keeps_other_fields(any_store):
     any_store.put(("user", "u-123"), key, {"content": "old", "category": "preference"})
     out = tool.invoke({"content": "new", "action": "update", "id": key}, U123)
     assert out == f"updated memory {key}"
-    assert any_store.get(("user", "u-123"), key).value == {
+    assert plain(any_store.get(("user", "u-123"), key).value) == {
         "content": "new",
         "category": "preference",
     }
@@ -146,11 +148,17 @@ def _bad_calls(key: str) -> list[tuple[dict, type, str]]:
             "cannot provide a MEMORY ID",
         ),
         (
-            {"content": "x", "action": "update", "id": "not-a-uuid"},
+            {"content": "x", "action": "update", "id": "has spaces in it"},
             MemoryToolError,
             "not a valid id",
         ),
-        ({"action": "delete", "id": "42"}, MemoryToolError, "not a valid id"),
+        ({"action": "delete", "id": ""}, MemoryToolError, "must provide a MEMORY ID"),
+        ({"action": "delete", "id": {"$ne": None}}, MemoryToolError, "not a valid id"),
+        (
+            {"content": "x", "action": "update", "id": "fact_00000000"},
+            MemoryNotFoundError,
+            "No MEMORY with id",
+        ),
         (
             {"content": "x", "action": "update", "id": str(uuid.uuid4())},
             MemoryNotFoundError,
@@ -193,7 +201,7 @@ class Profile(BaseModel):
 def test_structured_schema_content_stored_as_json(store):
     tool = create_manage_memory_tool(schema=Profile, store=store)
     key = created_id(tool.invoke({"content": {"name": "Ada", "age": 36}}, U123))
-    assert store.get(("user", "u-123"), key).value == {"content": {"name": "Ada", "age": 36}}
+    assert plain(store.get(("user", "u-123"), key).value) == {"content": {"name": "Ada", "age": 36}}
     # models often send the object as JSON text
     tool.invoke({"content": '{"name": "Ada", "age": 37}', "action": "update", "id": key}, U123)
     assert store.get(("user", "u-123"), key).value["content"]["age"] == 37
@@ -230,7 +238,7 @@ def test_missing_config_key_is_configuration_error_and_stores_nothing(store):
         ConfigurationError, match=r"missing key 'user_id'.*available keys: \['thread_id'\]"
     ):
         tool.invoke({"content": "x"}, {"configurable": {"thread_id": "t"}})
-    with pytest.raises(ConfigurationError, match="no identity"):
+    with pytest.raises(ConfigurationError, match="has no user"):
         create_manage_memory_tool(store=store).invoke({"content": "x"})
     assert snapshot(store) == []
 

@@ -44,9 +44,12 @@ naming the key): ``None`` counts as missing; booleans, floats and containers;
 empty or blank strings and leading/trailing whitespace (``" u1"`` and ``"u1"``
 would be two users); ``"."`` (the store joins labels with dots, so ``"a.b"``
 would read as two labels and ``".."`` could climb into another namespace);
-control characters; and, in the identity rule, the scope labels ``org``,
-``user`` and ``agent`` themselves as values (``agent_id="user"`` would
-otherwise sit where the org's users live).
+control characters; and the reserved labels: the identity rule's scope labels
+``org``, ``user`` and ``agent`` (``agent_id="user"`` would otherwise sit where
+the org's users live, and a template ``("{user_id}", "memories")`` with
+``user_id="user"`` where the identity rule puts the user ``memories``) and the
+memory layout's own ``tenant``, ``_meta``, ``_shared`` and ``_sessions``
+(:data:`RESERVED_LABELS`; a template may not start with those either).
 
 Example:
     >>> NamespaceTemplate(("{user_id}", "memories"))({"configurable": {"user_id": 42}})
@@ -65,17 +68,27 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
+from .._langgraph import config_runtime, current_config
 from ..errors import ConfigurationError
 
-__all__ = ["IDENTITY_KEYS", "NamespaceTemplate", "check_label", "resolve_identity"]
+__all__ = [
+    "IDENTITY_KEYS",
+    "RESERVED_LABELS",
+    "NamespaceTemplate",
+    "check_label",
+    "resolve_identity",
+]
 
 IDENTITY_KEYS: tuple[str, ...] = ("org_id", "user_id", "agent_id")
 _SCOPE_LABELS = {"org_id": "org", "user_id": "user", "agent_id": "agent"}
-
-try:  # the key under which LangGraph keeps the Runtime in a node's config
-    from langgraph._internal._constants import CONFIG_KEY_RUNTIME as _RUNTIME_KEY
-except ImportError:  # pragma: no cover - moved in a future LangGraph
-    _RUNTIME_KEY = "__pregel_runtime"
+#: Labels the memory layout uses for its own namespaces (see :mod:`.layout`):
+#: ``tenant`` starts an authenticated tenant's namespaces, ``_meta``,
+#: ``_shared`` and ``_sessions`` hold bookkeeping, shared layers and session
+#: memory. No id may take one of these values (nor the identity rule's scope
+#: labels), and no template may start with one, so a filled template can never
+#: reach into those namespaces or into another identity's.
+RESERVED_LABELS = frozenset({"tenant", "_meta", "_shared", "_sessions"})
+_RESERVED_VALUES = RESERVED_LABELS | frozenset(_SCOPE_LABELS.values())
 
 _MISSING = object()
 # Keys LangGraph itself puts in a node's configurable; listing them would only
@@ -120,13 +133,24 @@ class NamespaceTemplate:
                 parts = _parse_label(label, self.template)
                 self._parts.append(parts)
                 keys.update((k, None) for _, k in parts if k is not None)
+            first = self.template[0]
+            if first in RESERVED_LABELS:
+                raise ConfigurationError(
+                    f"namespace template {self.template} starts with {first!r}, a label reserved "
+                    f"for the memory layout ({', '.join(sorted(RESERVED_LABELS))}); start it "
+                    "with another label, e.g. 'memories'"
+                )
         self.keys: tuple[str, ...] = tuple(keys) if self.template is not None else IDENTITY_KEYS
 
     def __repr__(self) -> str:
         return f"NamespaceTemplate({self.template!r})"
 
     def __call__(
-        self, config: RunnableConfig | None = None, *, context: Any = None
+        self,
+        config: RunnableConfig | None = None,
+        *,
+        context: Any = None,
+        fixed: Mapping[str, Any] | None = None,
     ) -> tuple[str, ...]:
         """Fill the template for one call.
 
@@ -135,13 +159,16 @@ class NamespaceTemplate:
                 running graph (none outside a graph).
             context: The run's context; by default ``Runtime.context`` of the
                 running graph, found through ``config``.
+            fixed: Values that win over ``config`` and ``context`` (the
+                authenticated identity, decided by
+                :meth:`~langmem_ext.engine.MemoryContext.from_config`).
 
         Raises:
             ConfigurationError: a key is missing (the message names it and the
                 keys available), found twice with different values, or has a
                 value that cannot be a namespace label.
         """
-        lookup = _Lookup(config, context)
+        lookup = _Lookup(config, context, fixed)
         if self.template is None:
             return resolve_identity(lookup.get_many(IDENTITY_KEYS), available=lookup.available())
         out: list[str] = []
@@ -159,7 +186,7 @@ class NamespaceTemplate:
                             key=key,
                         )
                     text.append(check_label(key, value))
-            out.append(check_label("namespace label", "".join(text)))
+            out.append(check_label("namespace label", "".join(text), reserved=False))
         return tuple(out)
 
 
@@ -186,16 +213,7 @@ def resolve_identity(
             f"namespace=(...); available keys: {known}",
             key="user_id",
         )
-    values = []
-    for key, raw in present:
-        value = check_label(key, raw)
-        if value in _SCOPE_LABELS.values():
-            raise ConfigurationError(
-                f"{key}={value!r} is a reserved scope label ({', '.join(_SCOPE_LABELS.values())}); "
-                "choose another id",
-                key=key,
-            )
-        values.append((key, value))
+    values = [(key, check_label(key, raw)) for key, raw in present]
     (first, first_value), rest = values[0], values[1:]
     out = [_SCOPE_LABELS[first], first_value]
     for key, value in rest:
@@ -203,8 +221,10 @@ def resolve_identity(
     return tuple(out)
 
 
-def check_label(key: str, value: Any) -> str:
+def check_label(key: str, value: Any, *, reserved: bool = True) -> str:
     """Coerce one value to a namespace label, or raise naming ``key``.
+    ``reserved``: also reject the reserved labels (for ids, not for a
+    template's own literal text).
 
     Example:
         >>> check_label("user_id", 7)
@@ -235,38 +255,28 @@ def check_label(key: str, value: Any) -> str:
         )
     if any(ord(c) < 32 or ord(c) == 127 for c in text):
         raise ConfigurationError(f"{key}={text!r} contains control characters", key=key)
+    if reserved and text in _RESERVED_VALUES:
+        raise ConfigurationError(
+            f"{key}={text!r} is reserved for the memory layout "
+            f"({', '.join(sorted(_RESERVED_VALUES))}); choose another id",
+            key=key,
+        )
     return text
-
-
-def config_runtime(config: RunnableConfig | None) -> Any:
-    """The LangGraph ``Runtime`` of the node ``config`` belongs to, if any."""
-    if not config:
-        return None
-    return (config.get("configurable") or {}).get(_RUNTIME_KEY)
-
-
-def current_config(config: RunnableConfig | None) -> RunnableConfig:
-    """``config``, else the running graph's config, else an empty config."""
-    if config is not None:
-        return config
-    try:
-        from langgraph.config import get_config
-
-        return get_config()
-    except RuntimeError:
-        return {}
 
 
 class _Lookup:
     """Keys from ``configurable`` and the runtime context, checked for conflicts."""
 
-    def __init__(self, config: RunnableConfig | None, context: Any) -> None:
+    def __init__(
+        self, config: RunnableConfig | None, context: Any, fixed: Mapping[str, Any] | None = None
+    ) -> None:
         config = current_config(config)
         self.configurable: Mapping[str, Any] = config.get("configurable") or {}
         if context is None:
             runtime = config_runtime(config)
             context = getattr(runtime, "context", None)
         self.context = context
+        self.fixed = {k: v for k, v in (fixed or {}).items() if v is not None}
 
     def _from_context(self, key: str) -> Any:
         ctx = self.context
@@ -276,6 +286,8 @@ class _Lookup:
         return _MISSING if value is None else value
 
     def get(self, key: str) -> Any:
+        if key in self.fixed:
+            return self.fixed[key]
         a = self.configurable.get(key, _MISSING)
         a = _MISSING if a is None else a
         b = self._from_context(key)
