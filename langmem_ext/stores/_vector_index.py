@@ -49,6 +49,7 @@ __all__ = [
     "VectorIndex",
     "int8_dots",
     "key_of",
+    "mask_superseded",
     "normalize_rows",
     "quantize",
 ]
@@ -172,11 +173,28 @@ class Segment:
         self.meta = meta or {}
         self.dead = np.zeros(len(ids), dtype=bool)  # per process: superseded rows
         self._by_id: np.ndarray | None = None
+        self._id_range: tuple[int, int] | None = None
         # Rows are sorted by item within a namespace: repeated ids are adjacent.
         self.multi = bool(len(ids) > 1 and np.any(ids[1:] == ids[:-1]))
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def copy(self) -> Segment:
+        """The same rows (arrays and lookups shared) with a fresh ``dead`` mask."""
+        twin = Segment(
+            self.keys,
+            self.offsets,
+            self.ids,
+            self.unit,
+            self.codes,
+            self.scale,
+            self.err,
+            self.touched,
+            dict(self.meta),
+        )
+        twin._by_id, twin._id_range = self._by_id, self._id_range
+        return twin
 
     @property
     def alive(self) -> int:
@@ -201,8 +219,17 @@ class Segment:
         return np.concatenate(spans)
 
     def mask_items(self, item_ids: np.ndarray) -> None:
-        if len(item_ids) and len(self.ids):
-            self.dead[self.rows_of(np.asarray(item_ids, dtype=np.int64))] = True
+        """Mark the rows of ``item_ids`` dead (superseded or deleted)."""
+        if not len(item_ids) or not len(self.ids):
+            return
+        if self._id_range is None:
+            self._id_range = (int(self.ids.min()), int(self.ids.max()))
+        lo, hi = self._id_range
+        ids = np.asarray(item_ids, dtype=np.int64)
+        # New items have ids above every older segment's: most writes skip the search.
+        ids = ids[(ids >= lo) & (ids <= hi)]
+        if len(ids):
+            self.dead[self.rows_of(ids)] = True
 
     # -- building and files ---------------------------------------------------
 
@@ -502,6 +529,17 @@ class ScopeScores:
         return out
 
 
+def mask_superseded(segments: list[Segment], newer: list[np.ndarray] | None = None) -> None:
+    """Mark, in each segment (oldest first), the items that a newer segment, or
+    the ``newer`` id arrays (the delta), replaced or deleted."""
+    newer = list(newer or [])
+    for seg in reversed(segments):
+        seg.dead[:] = False
+        for ids in newer:
+            seg.mask_items(ids)
+        newer.append(seg.touched)
+
+
 class VectorIndex:
     """Segments (oldest first) plus the delta, searched exactly.
 
@@ -529,13 +567,8 @@ class VectorIndex:
 
     def set_segments(self, segments: list[Segment]) -> None:
         """Adopt segments (oldest first): mask what newer ones and the delta replaced."""
-        for i, seg in enumerate(segments):
-            seg.dead[:] = False
-            newer = [s.touched for s in segments[i + 1 :]]
-            if self.delta.touched:
-                newer.append(np.fromiter(self.delta.touched, dtype=np.int64))
-            if newer:
-                seg.mask_items(np.unique(np.concatenate(newer)))
+        newer = [np.fromiter(self.delta.touched, dtype=np.int64, count=len(self.delta.touched))]
+        mask_superseded(segments, newer)
         self.segments = segments
 
     def put(self, prefix: str, item_id: int, vectors: np.ndarray) -> None:

@@ -159,7 +159,7 @@ def test_in_memory_store_flushes_too(small):
     _check(store, state, table, rng, n_queries=2)
     _random_writes(store, state, rng, 200, start=500)
     _check(store, state, table, rng, n_queries=3)
-    assert store._memory_segments
+    assert store._segments
 
 
 def test_other_process_writes_are_read_from_the_log(tmp_path, small):

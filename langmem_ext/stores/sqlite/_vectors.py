@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from .._vector_index import Segment, VectorIndex, key_of, normalize_rows
+from .._vector_index import Segment, VectorIndex, key_of, mask_superseded, normalize_rows
 
 __all__ = ["FLUSH", "TIER", "flush", "log_changes", "segment_dir", "sync"]
 
@@ -101,13 +101,15 @@ def _read_vectors(
 def _load_segments(
     segdir: Path | None, names: list[str], cache: dict[str, Segment]
 ) -> list[Segment]:
+    """The segments ``names``, mapped from ``segdir`` once and then kept in
+    ``cache`` (where in-memory stores keep theirs)."""
     segs = []
     for name in names:
         seg = cache.get(name)
         if seg is None:
             if segdir is None:
                 raise FileNotFoundError(name)
-            seg = Segment.load(segdir / name)
+            seg = cache[name] = Segment.load(segdir / name)
         segs.append(seg)
     return segs
 
@@ -210,27 +212,14 @@ def flush(
     seg = Segment.build(
         ((k, i, u) for i, (k, u) in delta.items.items()), delta.touched, {"gen": gen}, dims=vix.dims
     )
-    segments = [*(_fresh_copy(s, segdir, memory) for s in vix.segments), seg]
+    segments = [*(_fresh_copy(s) for s in vix.segments), seg]
     merged = _merge_tiers(segments)
     return _publish(conn_factory, segdir, memory, vix.manifest, merged, gen, vix)
 
 
-def _fresh_copy(seg: Segment, segdir: Path | None, memory: dict[str, Segment]) -> Segment:
-    name = seg.meta.get("file")
-    if name and segdir is not None:
-        return Segment.load(segdir / name)
-    copy = Segment(
-        seg.keys,
-        seg.offsets,
-        seg.ids,
-        seg.unit,
-        seg.codes,
-        seg.scale,
-        seg.err,
-        seg.touched,
-        dict(seg.meta),
-    )
-    return copy
+def _fresh_copy(seg: Segment) -> Segment:
+    """The same rows (arrays shared, mapped once) with a mask of its own."""
+    return seg.copy()
 
 
 def _tier(seg: Segment) -> int:
@@ -243,10 +232,7 @@ def _tier(seg: Segment) -> int:
 
 def _merge_tiers(segments: list[Segment]) -> list[Segment]:
     # Masks first: each segment loses the rows newer segments replaced.
-    for i, seg in enumerate(segments):
-        newer = [s.touched for s in segments[i + 1 :]]
-        if newer:
-            seg.mask_items(np.unique(np.concatenate(newer)))
+    mask_superseded(segments)
     while len(segments) >= TIER and len({_tier(s) for s in segments[-TIER:]}) == 1:
         parts = segments[-TIER:]
         merged = Segment.merge(parts, {"gen": parts[-1].meta["gen"]})

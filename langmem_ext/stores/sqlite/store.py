@@ -86,7 +86,8 @@ class SQLiteStore(HybridStore):
         self._configure_search(index, ttl, search_mode, _CacheBackend(self))
         self._vectors = VectorIndex(self._index.dims) if self.embeddings else None  # type: ignore[union-attr]
         self._segdir = _vectors.segment_dir(self.path)
-        self._memory_segments: dict[str, Any] = {}  # ":memory:" stores keep segments here
+        # Vector segments by file name, mapped once (":memory:" stores keep theirs here).
+        self._segments: dict[str, Any] = {}
         self._rebuilt: Any = None
         self.synchronous = synchronous.upper()
         if self.synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
@@ -137,7 +138,7 @@ class SQLiteStore(HybridStore):
                 self._conn = None
             if self._vectors is not None:
                 self._vectors.clear()
-            self._memory_segments.clear()  # an in-memory database is gone with its connection
+            self._segments.clear()
 
     async def aclose(self) -> None:
         """Async :meth:`close`."""
@@ -291,7 +292,7 @@ class SQLiteStore(HybridStore):
     def _sync_vectors(self, conn: sqlite3.Connection) -> None:
         vix = self._vectors
         if vix is not None:
-            rebuilt = _vectors.sync(conn, vix, self._segdir, self._memory_segments)
+            rebuilt = _vectors.sync(conn, vix, self._segdir, self._segments)
             if rebuilt is not None:
                 self._rebuilt = rebuilt  # published once the read transaction ends
 
@@ -302,7 +303,7 @@ class SQLiteStore(HybridStore):
             _vectors.publish(
                 self._write_txn,
                 self._segdir,
-                self._memory_segments,
+                self._segments,
                 segments,
                 expected,
                 self._vectors,
@@ -328,7 +329,7 @@ class SQLiteStore(HybridStore):
             self._sync_vectors(conn)
         self._after_read()
         if vix.generation is not None and not self._rebuilt:
-            _vectors.flush(self._write_txn, vix, self._segdir, self._memory_segments)
+            _vectors.flush(self._write_txn, vix, self._segdir, self._segments)
 
     def _apply_to_cache(
         self,
