@@ -350,7 +350,12 @@ class Segment:
                 f.write(np.ascontiguousarray(arr).tobytes())
             f.seek(base + pos)
             f.write(_TRAILER)
+            # On disk before the database names it: a power cut never leaves a
+            # listed segment half written.
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
+        _fsync_dir(path.parent)
 
     @classmethod
     def load(cls, path: Path) -> Segment:
@@ -372,6 +377,19 @@ class Segment:
                 shape
             )
         return cls(header["keys"], meta=header["meta"], **arrays)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover - e.g. Windows cannot open directories
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
 
 
 # -- the delta: recent writes, in memory ---------------------------------------
