@@ -3,6 +3,7 @@ together with its record in ``store_migrations``."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sqlite3
 
@@ -103,6 +104,7 @@ def ns_token(prefix: str) -> str:
     return f"{int.from_bytes(digest, 'little'):020d}"
 
 
+@functools.lru_cache(maxsize=65_536)
 def ns_tokens(prefix: str) -> str:
     """Tokens of a namespace and of each of its ancestors, space-separated."""
     labels = prefix.split(".")
