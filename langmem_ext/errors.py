@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from langgraph.store.base import InvalidNamespaceError as _LangGraphNamespaceError
+
 __all__ = [
     "ConfigurationError",
     "ContentTooLongError",
@@ -25,8 +27,10 @@ __all__ = [
     "ExtractionError",
     "FactNotFoundError",
     "IdentityError",
+    "InvalidEmbeddingError",
     "InvalidLayerError",
     "InvalidMemoryTypeError",
+    "InvalidNamespaceError",
     "InvalidOperationError",
     "InvalidValueError",
     "LangmemError",
@@ -78,10 +82,27 @@ class EmbeddingDimensionError(ConfigurationError):
     code = "EMBEDDING_DIMENSION_MISMATCH"
 
 
+class InvalidEmbeddingError(LangmemError, ValueError):
+    """The embedder returned a vector that cannot be searched (NaN or infinite
+    numbers); ``details["text"]`` holds (the start of) the text it embedded.
+    Nothing is stored or cached."""
+
+    code = "INVALID_EMBEDDING"
+
+
 class InvalidValueError(LangmemError, ValueError):
     """A value cannot be stored: not a dict, not JSON-serializable, a bad TTL."""
 
     code = "INVALID_VALUE"
+
+
+class InvalidNamespaceError(InvalidValueError, _LangGraphNamespaceError):
+    """A namespace that is not a tuple of non-empty strings without ``.``.
+
+    Also LangGraph's ``InvalidNamespaceError``, so code written for LangGraph's
+    stores keeps catching it."""
+
+    code = "INVALID_NAMESPACE"
 
 
 class ProviderError(LangmemError):

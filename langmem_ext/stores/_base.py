@@ -17,18 +17,28 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import inspect
 import logging
+import math
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from langgraph.store.base import BaseStore, Op, SearchItem, TTLConfig
 
-from .._langgraph import ensure_refresh, validate_labels
+from .._langgraph import ensure_refresh
 from ..errors import ConfigurationError
 from ._filters import normalize_filter
 from ._metrics import op_name, shared_metrics
-from ._ops import SEARCH_MODES, HybridSearchOp, PreparedPut, SearchMode, prepare_ops, prepare_put
+from ._ops import (
+    SEARCH_MODES,
+    HybridSearchOp,
+    PreparedPut,
+    SearchMode,
+    check_namespace,
+    prepare_ops,
+    prepare_put,
+)
 from .embeddings import IndexInput, resolve_index
 
 __all__ = ["BatchPlan", "HybridStore", "supports_hybrid"]
@@ -48,6 +58,31 @@ def supports_hybrid(store: Any) -> bool:
     return bool(getattr(store, "supports_hybrid", False))
 
 
+_TTL_KEYS = {"default_ttl", "refresh_on_read", "sweep_interval_minutes", "omit_expired"}
+
+
+def check_ttl_config(ttl: Any) -> TTLConfig | None:
+    """LangGraph's ``TTLConfig`` checked: minutes are positive numbers, flags bools."""
+    if ttl is None:
+        return None
+    if not isinstance(ttl, Mapping) or set(ttl) - _TTL_KEYS:
+        raise ConfigurationError(
+            f"ttl must be a dict with keys among {sorted(_TTL_KEYS)}, got {ttl!r}"
+        )
+    for key in ("default_ttl", "sweep_interval_minutes"):
+        v = ttl.get(key)
+        if v is not None and (
+            isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < math.inf
+        ):
+            raise ConfigurationError(
+                f"ttl[{key!r}] must be a positive number of minutes, got {v!r}"
+            )
+    for key in ("refresh_on_read", "omit_expired"):
+        if not isinstance(ttl.get(key, True), bool):
+            raise ConfigurationError(f"ttl[{key!r}] must be True or False, got {ttl[key]!r}")
+    return ttl  # type: ignore[return-value]
+
+
 class BatchPlan(NamedTuple):
     """A validated batch: what to read, what to write, what to embed."""
 
@@ -57,6 +92,36 @@ class BatchPlan(NamedTuple):
     modes: dict[int, str]
     queries: list[str]
     doc_texts: list[str]
+
+
+def _guarded(name: str) -> Any:
+    """LangGraph's ``BaseStore.<name>`` with its arguments checked first, so a
+    wrong type is an :class:`InvalidNamespaceError` or :class:`InvalidValueError`
+    (both ``ValueError``), never a raw ``TypeError`` from inside LangGraph."""
+    base = getattr(BaseStore, name)
+
+    def check(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if name.lstrip("a") == "list_namespaces":
+            for k in ("prefix", "suffix"):
+                if kwargs.get(k) is not None:
+                    check_namespace(kwargs[k], allow_empty=True)
+            return
+        ns = args[0] if args else kwargs.get("namespace")
+        check_namespace(ns, allow_empty=name.lstrip("a") == "get")
+
+    if inspect.iscoroutinefunction(base):
+
+        async def amethod(self: Any, *args: Any, **kwargs: Any) -> Any:
+            check(args, kwargs)
+            return await base(self, *args, **kwargs)
+
+        return functools.wraps(base)(amethod)
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        check(args, kwargs)
+        return base(self, *args, **kwargs)
+
+    return functools.wraps(base)(method)
 
 
 class HybridStore(BaseStore):
@@ -104,7 +169,7 @@ class HybridStore(BaseStore):
                 "or another embedder, or use search_mode='keyword'"
             )
         self.search_mode = search_mode or ("hybrid" if self.embeddings else "keyword")
-        self.ttl_config = ttl
+        self.ttl_config = check_ttl_config(ttl)
 
     def _omit_expired(self) -> bool:
         return self.ttl_config is None or self.ttl_config.get("omit_expired", True)
@@ -143,6 +208,15 @@ class HybridStore(BaseStore):
         doc_texts = [t for p in prepared for _, t in p.fields]
         return BatchPlan(len(all_ops), reads, prepared, modes, list(queries), doc_texts)
 
+    get = _guarded("get")
+    aget = _guarded("aget")
+    put = _guarded("put")
+    aput = _guarded("aput")
+    delete = _guarded("delete")
+    adelete = _guarded("adelete")
+    list_namespaces = _guarded("list_namespaces")
+    alist_namespaces = _guarded("alist_namespaces")
+
     # -- search with a mode ------------------------------------------------------
 
     def _search_op(
@@ -155,7 +229,7 @@ class HybridStore(BaseStore):
         refresh_ttl: bool | None,
         mode: SearchMode | None,
     ) -> HybridSearchOp:
-        validate_labels(namespace_prefix)
+        check_namespace(namespace_prefix, allow_empty=True)
         refresh = ensure_refresh(self.ttl_config, refresh_ttl)
         return HybridSearchOp(namespace_prefix, filter, limit, offset, query, refresh, mode)
 

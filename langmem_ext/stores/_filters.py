@@ -27,12 +27,25 @@ Operators and their meaning (a *missing* field never matches, except with
             list), or a string containing the value as a substring
 ========== =================================================================
 
+Operands outside what a database compares exactly follow LangGraph's
+in-memory store, and are rewritten here into ordinary conditions so every
+backend treats them alike:
+
+* integers beyond 64 bits (``>= 2**63`` or ``< -2**63``) compare as floats;
+* ``NaN`` equals nothing and orders with nothing: ``$eq``, ``$gt``… ``NaN``
+  match no item, ``$ne NaN`` matches every item, ``$in``/``$nin`` ignore it;
+* ``±inf``: ``$gt -inf`` / ``$gte -inf`` match every number, ``$lt inf`` /
+  ``$lte inf`` likewise, ``$gt inf`` and ``$lt -inf`` match nothing; ``$eq
+  ±inf`` matches nothing and ``$ne ±inf`` everything (stored numbers are finite).
+
 Backends compile :class:`Condition` objects into their own SQL; this module does
 no I/O.
 
 Example:
     >>> normalize_filter({"a.b": {"$gt": 1}, "c": "x"})
     [Condition(path=('a', 'b'), op='$gt', value=1), Condition(path=('c',), op='$eq', value='x')]
+    >>> normalize_filter({"n": {"$lt": float("inf")}})
+    [Condition(path=('n',), op='$lte', value=1.7976931348623157e+308)]
 """
 
 from __future__ import annotations
@@ -40,6 +53,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from typing import Any, NamedTuple
+
+from ..errors import InvalidValueError
 
 __all__ = ["OPERATORS", "Condition", "normalize_filter"]
 
@@ -70,31 +85,39 @@ def normalize_filter(filter: Mapping[str, Any] | None) -> list[Condition]:
     """Validate a filter and flatten it into conditions.
 
     Raises:
-        ValueError: for an unknown operator (the message lists the supported
-            ones), an operand of the wrong type, or an empty field name.
+        InvalidValueError: (a ``ValueError``) for an unknown operator (the
+            message lists the supported ones), an operand of the wrong type, an
+            empty field name, or a filter nested too deeply to be real.
     """
-    if not filter:
+    if filter is None:
         return []
     if not isinstance(filter, Mapping):
-        raise ValueError(
+        raise InvalidValueError(
             "filter must be a dict such as {'category': 'preference'}, "
             f"got {type(filter).__name__}"
         )
     out: list[Condition] = []
-    for key, cond in filter.items():
-        _walk(_split_key(key, ()), cond, out)
+    try:
+        for key, cond in filter.items():
+            _walk(_split_key(key, ()), cond, out)
+    except RecursionError:
+        raise InvalidValueError(
+            "filter is nested too deeply; nest field conditions a few levels at most"
+        ) from None
     return out
 
 
 def _split_key(key: Any, parent: tuple[str, ...]) -> tuple[str, ...]:
     if not isinstance(key, str) or not key:
-        raise ValueError(f"filter field names must be non-empty strings, got {key!r}")
+        raise InvalidValueError(f"filter field names must be non-empty strings, got {key!r}")
     parts = tuple(key.split("."))
     if any(not p for p in parts):
-        raise ValueError(f"filter field {key!r} has an empty part; use dots only between names")
+        raise InvalidValueError(
+            f"filter field {key!r} has an empty part; use dots only between names"
+        )
     for p in parts:
         if p.startswith("$"):
-            raise ValueError(
+            raise InvalidValueError(
                 f"unknown filter operator {p!r} in field {key!r}; "
                 f"supported operators: {', '.join(OPERATORS)}"
             )
@@ -105,7 +128,7 @@ def _walk(path: tuple[str, ...], cond: Any, out: list[Condition]) -> None:
     if isinstance(cond, Mapping):
         ops = [k for k in cond if isinstance(k, str) and k.startswith("$")]
         if ops and len(ops) != len(cond):
-            raise ValueError(
+            raise InvalidValueError(
                 f"filter on {'.'.join(path)!r} mixes operators and field names: {dict(cond)!r}"
             )
         if not ops:
@@ -120,34 +143,91 @@ def _walk(path: tuple[str, ...], cond: Any, out: list[Condition]) -> None:
     out.append(_check(path, "$eq", cond))
 
 
-def _check(path: tuple[str, ...], op: str, operand: Any) -> Condition:
+_MAX = 1.7976931348623157e308  # the largest float: every stored number is within ±_MAX
+_NOTHING = "$in", []  # matches no item
+_EVERYTHING = "$nin", []  # matches every item, missing field included
+
+
+def _check(path: tuple[str, ...], op: Any, operand: Any) -> Condition:
     where = ".".join(path)
     if op not in OPERATORS:
-        raise ValueError(
+        raise InvalidValueError(
             f"unknown filter operator {op!r} on {where!r}; "
             f"supported operators: {', '.join(OPERATORS)}"
         )
-    if isinstance(operand, float) and not math.isfinite(operand):
-        raise ValueError(f"filter operand for {op} on {where!r} must be finite, got {operand!r}")
+    _check_json(operand, f"{op} on {where!r}")
     if op in _RANGE:
         if isinstance(operand, bool) or not isinstance(operand, (int, float, str)):
-            raise ValueError(
+            raise InvalidValueError(
                 f"{op} on {where!r} needs a number or a string, got {type(operand).__name__}"
             )
-    elif op in ("$in", "$nin"):
+        return Condition(path, *_range(op, _number(operand)))
+    if op in ("$eq", "$ne"):
+        operand = _number(operand)
+        if isinstance(operand, float) and not math.isfinite(operand):
+            # Stored numbers are finite: nothing equals NaN or ±inf.
+            return Condition(path, *(_NOTHING if op == "$eq" else _EVERYTHING))
+        return Condition(path, op, operand)
+    if op in ("$in", "$nin"):
         if not isinstance(operand, (list, tuple, set, frozenset)):
-            raise ValueError(
+            raise InvalidValueError(
                 f"{op} on {where!r} needs a list of values, got {type(operand).__name__}"
             )
-        operand = list(operand)
-    elif op == "$exists":
+        return Condition(path, op, [v for v in map(_number, operand) if _finite(v)])
+    if op == "$exists":
         if not isinstance(operand, bool):
-            raise ValueError(f"$exists on {where!r} needs True or False, got {operand!r}")
-    elif op == "$contains":
-        items = operand if isinstance(operand, (list, tuple)) else [operand]
-        for v in items:
-            if isinstance(v, (dict, list, tuple)):
-                raise ValueError(
-                    f"$contains on {where!r} needs a scalar (or a list of scalars), got {v!r}"
-                )
-    return Condition(path, op, operand)
+            raise InvalidValueError(f"$exists on {where!r} needs True or False, got {operand!r}")
+        return Condition(path, op, operand)
+    # $contains
+    items = operand if isinstance(operand, (list, tuple)) else [operand]
+    for v in items:
+        if isinstance(v, (dict, list, tuple)):
+            raise InvalidValueError(
+                f"$contains on {where!r} needs a scalar (or a list of scalars), got {v!r}"
+            )
+    items = [_number(v) for v in items]
+    if not all(_finite(v) for v in items):
+        return Condition(path, *_NOTHING)
+    return Condition(path, op, items if isinstance(operand, (list, tuple)) else items[0])
+
+
+def _number(v: Any) -> Any:
+    """Integers beyond 64 bits become floats: databases hold 64-bit integers."""
+    if isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**63:
+        return float(v)
+    return v
+
+
+def _finite(v: Any) -> bool:
+    return not (isinstance(v, float) and not math.isfinite(v))
+
+
+def _range(op: str, v: Any) -> tuple[str, Any]:
+    if not isinstance(v, float) or math.isfinite(v):
+        return op, v
+    if math.isnan(v):
+        return _NOTHING
+    upward = op in ("$gt", "$gte")
+    if (v > 0) == upward:  # $gt inf, $lt -inf: beyond every stored number
+        return _NOTHING
+    # $gt -inf, $lt inf: every number (strings and other types still never match)
+    return ("$gte", -_MAX) if upward else ("$lte", _MAX)
+
+
+def _check_json(v: Any, where: str) -> None:
+    if v is None or isinstance(v, (str, bool, int, float)):
+        return
+    if isinstance(v, Mapping):
+        for k, x in v.items():
+            if not isinstance(k, str):
+                raise InvalidValueError(f"{where}: object keys must be strings, got {k!r}")
+            _check_json(x, where)
+        return
+    if isinstance(v, (list, tuple, set, frozenset)):
+        for x in v:
+            _check_json(x, where)
+        return
+    raise InvalidValueError(
+        f"{where}: operands must be JSON values (str, number, bool, None, list, dict), "
+        f"got {type(v).__name__}"
+    )

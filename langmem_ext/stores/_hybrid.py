@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["DEFAULT_VECTOR_WEIGHT", "fuse", "top_order"]
+__all__ = ["DEFAULT_VECTOR_WEIGHT", "Ranking", "fuse", "top_order"]
 
 DEFAULT_VECTOR_WEIGHT = 0.5
 
@@ -80,6 +80,103 @@ def fuse(
     return np.concatenate([vi, extra]), np.concatenate(
         [scores, (1.0 - vector_weight) * kw_of[extra]]
     )
+
+
+class Ranking:
+    """The scores of :func:`fuse`, for a vector side known only within bounds.
+
+    ``vector`` has ``ids``, ``lower``/``upper`` bounds on each item's cosine
+    and ``exact(positions)``; ``upper`` here bounds each item's final score, and
+    :meth:`exact` gives the score :func:`fuse` would give. Callers visit items
+    by ``upper`` and stop once the page is above every unvisited bound, so only
+    the items that can reach the page are scored exactly.
+
+    Example:
+        >>> class Exact:
+        ...     ids = np.array([1, 2]); lower = upper = np.array([0.9, 0.1])
+        ...     def exact(self, pos): return self.lower[pos]
+        >>> r = Ranking("hybrid", Exact(), np.array([2]), np.array([3.0]))
+        >>> r.ids.tolist(), r.exact(np.arange(2)).round(2).tolist()
+        ([1, 2], [0.5, 0.5])
+    """
+
+    def __init__(
+        self,
+        mode: str,
+        vector: object | None,
+        kw_ids: np.ndarray | None,
+        kw_raw: np.ndarray | None,
+        vector_weight: float = DEFAULT_VECTOR_WEIGHT,
+    ) -> None:
+        self.mode = mode
+        self.w = vector_weight
+        self.vector = vector if vector is not None and len(vector.ids) else None  # type: ignore[attr-defined]
+        ki = np.empty(0, np.int64) if kw_ids is None else np.asarray(kw_ids, dtype=np.int64)
+        k = _keyword_scores(
+            np.empty(0, np.float64) if kw_raw is None else np.asarray(kw_raw, np.float64)
+        )
+        vec = self.vector
+        if mode == "vector" or (mode == "hybrid" and vec is not None and not len(ki)):
+            self.ids = vec.ids if vec is not None else np.empty(0, np.int64)
+            self._nvec = len(self.ids)
+            self._kw = None
+            self._extra = np.empty(0, np.float64)
+        elif mode == "keyword" or vec is None:
+            self.ids, self._nvec, self._kw, self._extra = ki, 0, None, k
+        else:
+            top = int(max(vec.ids.max(), ki.max())) + 1
+            kw_of = np.zeros(top, dtype=np.float64)
+            kw_of[ki] = k
+            has_vector = np.zeros(top, dtype=bool)
+            has_vector[vec.ids] = True
+            extra = ki[~has_vector[ki]]
+            self.ids = np.concatenate([vec.ids, extra])
+            self._nvec = len(vec.ids)
+            self._kw = kw_of[vec.ids]
+            self._extra = (1.0 - self.w) * kw_of[extra]
+        self._lo = self._hi = 0.0
+        if mode == "hybrid" and vec is not None:
+            self._lo, self._hi = self._cosine_range(vec)
+        fused = self._fused(vec.upper) if vec is not None else np.empty(0)
+        self.upper = np.concatenate([fused, self._extra]) if len(self._extra) else fused
+
+    @staticmethod
+    def _cosine_range(vec: object) -> tuple[float, float]:
+        # Exact min and max cosine over the scope, from the few items that can hold them.
+        lower, upper = vec.lower, vec.upper  # type: ignore[attr-defined]
+        top = np.flatnonzero(upper >= lower.max())
+        bottom = np.flatnonzero(lower <= upper.min())
+        return float(vec.exact(bottom).min()), float(vec.exact(top).max())  # type: ignore[attr-defined]
+
+    def _fused(self, cos: np.ndarray) -> np.ndarray:
+        if self.mode != "hybrid":
+            return np.asarray(cos, dtype=np.float64)
+        lo, hi = self._lo, self._hi
+        v = (cos - lo) / (hi - lo) if hi > lo else np.ones(len(cos))
+        if self._kw is None:
+            return self.w * v
+        return self.w * v + (1.0 - self.w) * self._kw
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def exact(self, pos: np.ndarray) -> np.ndarray:
+        """Final scores of the items at ``pos``."""
+        pos = np.asarray(pos, dtype=np.int64)
+        out = np.empty(len(pos), dtype=np.float64)
+        is_vec = pos < self._nvec
+        if is_vec.any():
+            vp = pos[is_vec]
+            cos = self.vector.exact(vp)  # type: ignore[union-attr]
+            if self.mode == "hybrid":
+                lo, hi = self._lo, self._hi
+                v = (cos - lo) / (hi - lo) if hi > lo else np.ones(len(cos))
+                kw = self._kw[vp] if self._kw is not None else 0.0
+                cos = self.w * v + (1.0 - self.w) * kw
+            out[is_vec] = cos
+        if (~is_vec).any():
+            out[~is_vec] = self._extra[pos[~is_vec] - self._nvec]
+        return out
 
 
 def _keyword_scores(raw: np.ndarray) -> np.ndarray:

@@ -11,7 +11,6 @@ from typing import Any, Literal, NamedTuple
 
 from langgraph.store.base import (
     GetOp,
-    InvalidNamespaceError,
     ListNamespacesOp,
     Op,
     PutOp,
@@ -19,14 +18,18 @@ from langgraph.store.base import (
     get_text_at_path,
     tokenize_path,
 )
+from langgraph.store.base import InvalidNamespaceError as LangGraphNamespaceError
 from langgraph.store.base import validate_op_namespace as _validate_labels
 
-from ..errors import InvalidValueError
+from ..errors import InvalidNamespaceError, InvalidValueError
 
 __all__ = [
+    "MAX_COUNT",
     "HybridSearchOp",
     "PreparedPut",
     "SearchMode",
+    "check_count",
+    "check_namespace",
     "decode_namespace",
     "encode_namespace",
     "iso_now",
@@ -108,6 +111,8 @@ def prepare_ops(
     Like LangGraph's stores, reads run before writes and, of several puts to one
     key in a batch, the last one wins.
     """
+    if not isinstance(ops, Iterable) or isinstance(ops, (str, bytes, Mapping)):
+        raise InvalidValueError(f"batch() needs a list of operations, got {type(ops).__name__}")
     ops = list(ops)
     reads: list[tuple[int, Op]] = []
     puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
@@ -115,32 +120,90 @@ def prepare_ops(
         if isinstance(op, SearchOp):
             op = HybridSearchOp(*op)
         if not isinstance(op, GetOp | HybridSearchOp | ListNamespacesOp | PutOp):
-            raise ValueError(
+            raise InvalidValueError(
                 f"unknown operation type {type(op).__name__}; expected GetOp, PutOp, "
                 "SearchOp or ListNamespacesOp"
             )
         if isinstance(op, HybridSearchOp):
-            _validate_labels(SearchOp(*op[:6]))
+            check_namespace(op.namespace_prefix, allow_empty=True)
+            op = op._replace(namespace_prefix=tuple(op.namespace_prefix))
             if op.mode is not None and op.mode not in SEARCH_MODES:
-                raise ValueError(
+                raise InvalidValueError(
                     f"unknown search mode {op.mode!r}; use one of {', '.join(SEARCH_MODES)}"
                 )
-            if op.limit < 0 or op.offset < 0:
-                raise ValueError(
-                    f"search limit and offset must be >= 0, got limit={op.limit}, "
-                    f"offset={op.offset}"
+            check_count(op.limit, "search limit")
+            check_count(op.offset, "search offset")
+            if op.query is not None and not isinstance(op.query, str):
+                raise InvalidValueError(
+                    f"search query must be a string or None, got {type(op.query).__name__}"
                 )
+        elif isinstance(op, ListNamespacesOp):
+            _check_list_namespaces(op)
         else:
-            _validate_labels(op)
-        if isinstance(op, PutOp):
-            if not op.namespace:
-                raise InvalidNamespaceError("Namespace cannot be empty.")
+            check_namespace(op.namespace, allow_empty=isinstance(op, GetOp))
+            op = op._replace(namespace=tuple(op.namespace))
             if not isinstance(op.key, str) or not op.key:
                 raise InvalidValueError(f"key must be a non-empty string, got {op.key!r}")
+        if isinstance(op, PutOp):
+            if (
+                op.index is not None
+                and op.index is not False
+                and (
+                    isinstance(op.index, str)
+                    or not isinstance(op.index, list | tuple)
+                    or not all(isinstance(p, str) and p for p in op.index)
+                )
+            ):
+                raise InvalidValueError(
+                    f"index must be False, None or a list of field paths, got {op.index!r}"
+                )
             puts[(op.namespace, op.key)] = op
         else:
             reads.append((i, op))
+        ops[i] = op
     return ops, reads, puts
+
+
+# Larger counts overflow SQLite's (and PostgreSQL's) 64-bit integers.
+MAX_COUNT = 2**62
+
+
+def check_count(n: Any, what: str) -> int:
+    """A non-negative ``int`` a database can hold (limits, offsets)."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise InvalidValueError(f"{what} must be an int, got {type(n).__name__} {n!r}")
+    if not 0 <= n <= MAX_COUNT:
+        raise InvalidValueError(f"{what} must be between 0 and 2**62, got {n}")
+    return n
+
+
+def check_namespace(namespace: Any, allow_empty: bool = False, wildcards: bool = False) -> None:
+    """Raise :class:`InvalidNamespaceError` unless ``namespace`` is a tuple of
+    non-empty strings without ``.`` (LangGraph's rules), e.g. ``("user", "u1")``."""
+    if not isinstance(namespace, tuple | list):
+        raise InvalidNamespaceError(
+            f"namespace must be a tuple of strings such as ('user', 'u-123'), got "
+            f"{type(namespace).__name__} {namespace!r}"
+        )
+    if not namespace and not allow_empty:
+        raise InvalidNamespaceError("Namespace cannot be empty.")
+    try:
+        _validate_labels(GetOp(tuple(namespace), "k"))
+    except LangGraphNamespaceError as e:
+        raise InvalidNamespaceError(str(e)) from None
+
+
+def _check_list_namespaces(op: ListNamespacesOp) -> None:
+    for cond in op.match_conditions or ():
+        if getattr(cond, "match_type", None) not in ("prefix", "suffix"):
+            raise InvalidValueError(
+                f"list_namespaces conditions need match_type 'prefix' or 'suffix', got {cond!r}"
+            )
+        check_namespace(cond.path, allow_empty=True)
+    if op.max_depth is not None:
+        check_count(op.max_depth, "max_depth")
+    check_count(op.limit, "list_namespaces limit")
+    check_count(op.offset, "list_namespaces offset")
 
 
 def dump_value(namespace: tuple[str, ...], key: str, value: Any) -> str:
@@ -158,6 +221,10 @@ def dump_value(namespace: tuple[str, ...], key: str, value: Any) -> str:
         )
     try:
         return json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
+    except RecursionError:
+        raise InvalidValueError(
+            f"value for {namespace}/{key!r} is nested too deeply to store as JSON"
+        ) from None
     except (TypeError, ValueError) as e:
         raise InvalidValueError(
             f"value for {namespace}/{key!r} cannot be stored as JSON ({e}); store only "

@@ -221,69 +221,41 @@ def bench_locomo(
 def bench_store(
     sizes: Annotated[str, typer.Option(help="Comma-separated store sizes.")] = "1000,10000,100000",
     stores: Annotated[str, typer.Option(help="Comma-separated contenders.")] = (
-        "sqlite,postgres,lg-inmemory,lg-sqlite,lg-postgres"
+        "sqlite,postgres,lg-inmemory,lg-sqlite,lg-postgres,lg-postgres-exact"
     ),
+    kinds: Annotated[
+        str, typer.Option(help="Comma-separated vector kinds: random, clustered, text.")
+    ] = "random,clustered",
     queries: Annotated[int, typer.Option(help="Queries per case.")] = 50,
+    load_budget: Annotated[
+        float, typer.Option(help="Skip a contender whose load would take longer (minutes).")
+    ] = 20.0,
     out: Annotated[Path, typer.Option(help="Directory for store.json/png.")] = Path(
         "bench-results"
     ),
 ) -> None:
-    """Put throughput and query latency (whole store, 10 % namespace, filter) with
-    recall@10 against exact search, for our stores and LangGraph's, in one run.
+    """Put throughput, open-to-first-result, memory and query latency (whole
+    store, 10 % namespace, filter, small namespace) with recall@10 against exact
+    search, for our stores and LangGraph's, in one run.
 
-    Example: langmem-ext bench store --sizes 1000,10000
+    Example: langmem-ext bench store --sizes 1000,10000 --kinds random
     """
-    import json
-
-    from ..bench.store_speed import CONTENDERS, embedder_throughput, plot, run_store_bench
+    from ..bench.store_data import KINDS
+    from ..bench.store_speed import CONTENDERS, report
 
     names = [s.strip() for s in stores.split(",") if s.strip()]
     unknown = [n for n in names if n not in CONTENDERS]
     if unknown:
         raise typer.BadParameter(f"unknown stores {unknown}; choose from {sorted(CONTENDERS)}")
+    kind_list = [k.strip() for k in kinds.split(",") if k.strip()]
+    bad = [k for k in kind_list if k not in KINDS]
+    if bad:
+        raise typer.BadParameter(f"unknown kinds {bad}; choose from {list(KINDS)}")
     try:
         ns = [int(x) for x in sizes.split(",") if x.strip()]
     except ValueError as e:
         raise typer.BadParameter(f"--sizes must be integers: {e}") from e
-    console = Console()
-    rows = run_store_bench(ns, names, queries)
-    table = Table(title="Store speed (latency in ms; recall@10 against exact search)")
-    for col in (
-        "store",
-        "items",
-        "put/s",
-        "whole med",
-        "p95",
-        "R@10",
-        "ns 10% med",
-        "p95",
-        "R@10",
-        "filter med",
-        "p95",
-        "R@10",
-    ):
-        table.add_column(col, justify="left" if col == "store" else "right")
-    for r in rows:
-        if "unavailable" in r:
-            table.add_row(r["store"], str(r["n"]), f"unavailable: {r['unavailable']}")
-            continue
-        cells = [r["store"], str(r["n"]), f"{r['put_per_s']:,.0f}"]
-        for case in ("whole", "namespace_10pct", "filter"):
-            c = r[case]
-            cells += [f"{c['median_ms']:.2f}", f"{c['p95_ms']:.2f}", f"{c['recall_at_10']:.3f}"]
-        table.add_row(*cells)
-    console.print(table)
-    emb = embedder_throughput()
-    console.print(
-        f"local embedder: load {emb['load_s']:.2f} s, {emb['docs_per_s']:.1f} documents/s "
-        f"batched, {emb['query_ms']:.1f} ms per query"
-    )
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "store.json").write_text(json.dumps({"rows": rows, "embedder": emb}, indent=2))
-    console.print(f"wrote {out / 'store.json'}")
-    png = plot([r for r in rows if "unavailable" not in r], out / "store.png")
-    if png:
-        console.print(f"wrote {png}")
+    report(ns, names, kind_list, queries, out, load_budget * 60, Console())
 
 
 def main() -> None:

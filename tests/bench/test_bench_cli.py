@@ -118,21 +118,47 @@ def test_bench_store_command(tmp_path):
             "300",
             "--queries",
             "3",
+            "--kinds",
+            "random,clustered",
             "--out",
             str(out),
             "--stores",
-            "sqlite,lg-inmemory",
+            "sqlite,lg-inmemory,lg-sqlite",
         ],
-        env={"COLUMNS": "220"},
+        env={"COLUMNS": "240"},
     )
     assert result.exit_code == 0, result.output
     rows = json.loads((out / "store.json").read_text())["rows"]
-    assert [r["store"] for r in rows] == ["langmem_ext SQLiteStore", "LangGraph InMemoryStore"]
+    assert [(r["store"], r["kind"]) for r in rows] == [
+        (store, kind)
+        for kind in ("random", "clustered")
+        for store in (
+            "langmem_ext SQLiteStore",
+            "LangGraph InMemoryStore",
+            "LangGraph SqliteStore (sqlite-vec)",
+        )
+    ]
     for r in rows:
-        for case in ("whole", "namespace_10pct", "filter"):
+        assert "unavailable" not in r, r
+        for case in ("whole", "namespace_10pct", "filter", "leaf"):
             assert r[case]["recall_at_10"] == 1.0
+        assert r["search_rss_mb"] > 0
+    ours = rows[0]
+    assert ours["open_to_first_ms"] > 0 and set(ours["modes"]) >= {"solo_keyword", "leaf_hybrid"}
+    assert "open_to_first_ms" not in rows[1]  # nothing to reopen in memory
+    assert (out / "store.png").stat().st_size > 1000
     bad = CliRunner().invoke(app, ["bench", "store", "--stores", "nope"])
     assert bad.exit_code != 0 and "unknown stores" in bad.output
+
+
+def test_bench_store_skips_what_would_not_fit():
+    from langmem_ext.bench import store_speed
+
+    rate = {"lg-postgres": 100.0}
+    row = store_speed._bench_one("lg-postgres", "random", 1_000_000, 3, None, rate, 600, None)
+    assert "loading would take ~167 min" in row["unavailable"]
+    row = store_speed._bench_one("lg-inmemory", "random", 1_000_000, 3, None, {}, 600, None)
+    assert "Python list of floats" in row["unavailable"]
 
 
 def test_bench_store_with_postgres_contenders(tmp_path):
@@ -147,16 +173,19 @@ def test_bench_store_with_postgres_contenders(tmp_path):
             "200",
             "--queries",
             "3",
+            "--kinds",
+            "random",
             "--out",
             str(out),
             "--stores",
-            "postgres,lg-postgres",
+            "postgres,lg-postgres,lg-postgres-exact",
         ],
-        env={"COLUMNS": "220"},
+        env={"COLUMNS": "240"},
     )
     assert result.exit_code == 0, result.output
     rows = json.loads((out / "store.json").read_text())["rows"]
-    ours, theirs = rows
+    ours, hnsw, exact = rows
     assert ours["store"] == "langmem_ext PostgresStore" and "unavailable" not in ours
     assert ours["namespace_10pct"]["recall_at_10"] == 1.0
-    assert theirs["store"] == "LangGraph PostgresStore" and theirs["put_per_s"] > 0
+    assert hnsw["store"] == "LangGraph PostgresStore (HNSW)" and hnsw["put_per_s"] > 0
+    assert exact["whole"]["recall_at_10"] == 1.0

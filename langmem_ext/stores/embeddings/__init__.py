@@ -123,13 +123,11 @@ def resolve_index(
             f"unknown index config keys {sorted(unknown)}; known keys: {sorted(_KNOWN_KEYS)}"
         )
     fields = _paths(index.get("fields") or ["$"], "fields")
-    weight = float(index.get("vector_weight", 0.5))
-    if not 0.0 <= weight <= 1.0:
-        raise ConfigurationError(f"index['vector_weight'] must be within [0, 1], got {weight}")
+    weight = _weight(index, "vector_weight")
     context = _paths(index.get("context_fields") or [], "context_fields")
-    cweight = float(index.get("context_weight", 0.5))
-    if not 0.0 <= cweight <= 1.0:
-        raise ConfigurationError(f"index['context_weight'] must be within [0, 1], got {cweight}")
+    cweight = _weight(index, "context_weight")
+    if not isinstance(index.get("cache", True), bool):
+        raise ConfigurationError(f"index['cache'] must be True or False, got {index['cache']!r}")
     embed = index.get("embed")
     if embed is None:
         return ResolvedIndex(None, None, fields, weight, context, cweight)
@@ -137,6 +135,11 @@ def resolve_index(
     if isinstance(embed, str) and embed.split(":", 1)[0] == "local":
         inner: Embeddings = LocalEmbeddings()
         dims = LOCAL_DIMS if dims is None else dims
+    elif not isinstance(embed, Embeddings | str) and not callable(embed):
+        raise ConfigurationError(
+            f"index['embed'] must be a LangChain Embeddings, an embedding function, a "
+            f"'provider:model' string or 'local', got {type(embed).__name__}"
+        )
     else:
         try:
             inner = ensure_embeddings(embed)
@@ -162,8 +165,15 @@ def resolve_index(
     return ResolvedIndex(dims, cached, fields, weight, context, cweight)
 
 
+def _weight(index: Mapping[str, Any], key: str) -> float:
+    w = index.get(key, 0.5)
+    if isinstance(w, bool) or not isinstance(w, int | float) or not 0.0 <= w <= 1.0:
+        raise ConfigurationError(f"index[{key!r}] must be a number within [0, 1], got {w!r}")
+    return float(w)
+
+
 def _paths(paths: Any, key: str) -> list[tuple[str, Any]]:
-    if isinstance(paths, str) or not all(isinstance(f, str) and f for f in paths):
+    if not isinstance(paths, list | tuple) or not all(isinstance(f, str) and f for f in paths):
         raise ConfigurationError(
             f"index[{key!r}] must be a list of field paths such as ['content'], got {paths!r}"
         )

@@ -18,7 +18,7 @@ from typing import NamedTuple, Protocol
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from ...errors import EmbeddingDimensionError
+from ...errors import EmbeddingDimensionError, InvalidEmbeddingError
 
 __all__ = ["CacheBackend", "CachedEmbeddings"]
 
@@ -78,12 +78,18 @@ class CachedEmbeddings(Embeddings):
     def _key(self, kind: str, text: str) -> CacheKey:
         return (self.model_id, kind, hashlib.sha256(text.encode("utf-8")).digest())
 
-    def _check(self, vectors: Sequence[Sequence[float]] | np.ndarray, n: int) -> np.ndarray:
+    def _check(
+        self, vectors: Sequence[Sequence[float]] | np.ndarray, texts: Sequence[str]
+    ) -> np.ndarray:
+        """The embedder's output as an ``(n, dims)`` array, or a clear error:
+        a vector of the wrong length, or with NaN or infinite numbers (which
+        would poison every search that meets it), is never stored or cached."""
+        n = len(texts)
         if n == 0 and len(vectors) == 0:
             return np.empty((0, self.dims), dtype=np.float32)
         try:
             arr = np.asarray(vectors, dtype=np.float32)
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError, OverflowError) as e:
             raise EmbeddingDimensionError(
                 f"the embedder returned something that is not a list of equal-length "
                 f"float vectors ({e})"
@@ -102,7 +108,21 @@ class CachedEmbeddings(Embeddings):
                 expected=self.dims,
                 got=got,
             )
+        bad = np.flatnonzero(~np.isfinite(arr).all(axis=1))
+        if len(bad):
+            text = texts[int(bad[0])]
+            shown = text if len(text) <= 80 else text[:77] + "..."
+            raise InvalidEmbeddingError(
+                f"the embedder returned a vector with NaN or infinite numbers for {shown!r}"
+                f"{f' (and {len(bad) - 1} more texts)' if len(bad) > 1 else ''}; nothing was "
+                "stored. Check the embedder (its inputs, model, or server)",
+                text=shown,
+            )
         return arr
+
+    def _usable(self, v: np.ndarray) -> bool:
+        """A cached vector is used only if the embedder could have returned it."""
+        return v.shape == (self.dims,) and bool(np.isfinite(v).all())
 
     def _lookup(self, keys: list[CacheKey]) -> dict[CacheKey, np.ndarray]:
         found: dict[CacheKey, np.ndarray] = {}
@@ -116,7 +136,14 @@ class CachedEmbeddings(Embeddings):
                 else:
                     missing.append(k)
         if missing and self.backend is not None:
-            found.update(self.backend.get_many(missing))
+            # Rows written before vectors were validated (NaN, wrong length) are
+            # treated as missing: the text is embedded again and the row replaced.
+            stored = self.backend.get_many(missing)
+            found.update(
+                (k, arr)
+                for k, v in stored.items()
+                if self._usable(arr := np.asarray(v, dtype=np.float32))
+            )
         return found
 
     def _remember(self, entries: dict[CacheKey, np.ndarray], persist: bool) -> None:
@@ -140,7 +167,7 @@ class CachedEmbeddings(Embeddings):
         return _Pending(keys, found, list(todo), list(todo.values()))
 
     def _finish(self, p: _Pending, vectors: Sequence[Sequence[float]]) -> np.ndarray:
-        new = dict(zip(p.todo_keys, self._check(vectors, len(p.todo_keys)), strict=True))
+        new = dict(zip(p.todo_keys, self._check(vectors, p.todo_texts), strict=True))
         self.calls += len(new)
         self._remember(p.found, persist=False)
         self._remember(new, persist=True)

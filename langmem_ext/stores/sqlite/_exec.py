@@ -13,7 +13,7 @@ import numpy as np
 from langgraph.store.base import GetOp, Item, ListNamespacesOp, SearchItem
 
 from .._filters import normalize_filter
-from .._hybrid import fuse, top_order
+from .._hybrid import Ranking
 from .._ops import (
     HybridSearchOp,
     PreparedPut,
@@ -24,6 +24,7 @@ from .._ops import (
 )
 from .._vector_index import VectorIndex
 from ._sql import compile_filter, scope_clause
+from .schema import ns_token, ns_tokens
 
 _COLS = "i.id, i.prefix, i.key, i.value, i.created_at, i.updated_at, i.ttl_minutes"
 # Keyword matches considered per hybrid query; every item is still scored by
@@ -95,6 +96,15 @@ def list_namespaces(
     return namespaces[op.offset : op.offset + op.limit]
 
 
+def scoped_fts(ftsq: str, prefix: str) -> str:
+    """Restrict an FTS5 query to a namespace and what is below it through the
+    namespace tokens column: FTS5 then reads the small namespace's entries, not
+    every match in the file."""
+    if not prefix:
+        return ftsq
+    return f'ns : "{ns_token(prefix)}" AND ({ftsq})'
+
+
 def search(
     conn: sqlite3.Connection,
     op: HybridSearchOp,
@@ -123,46 +133,25 @@ def search(
         ).fetchall()
         return _page(rows, [None] * len(rows), op)
 
-    vec_ids = vec_sims = kw_ids = kw_raw = None
+    vec = None
     if mode in ("vector", "hybrid") and qvec is not None and vindex is not None:
-        vec_ids, vec_sims = vindex.search(prefix, qvec)
+        vec = vindex.search(prefix, qvec)
+    kw_ids = kw_raw = None
     if ftsq is not None:
         limit = -1 if mode == "keyword" else max(HYBRID_KEYWORD_CANDIDATES, 2 * need)
-        # bm25 column weights: the indexed fields count 1, their context less.
-        rank = f"bm25(items_fts, 1.0, {float(context_weight)!r})"
+        # bm25 column weights: the indexed fields count 1, their context less,
+        # the namespace tokens nothing.
+        rank = f"bm25(items_fts, 1.0, {float(context_weight)!r}, 0.0)"
         kw = conn.execute(
             f"SELECT f.rowid, -{rank} FROM items_fts f JOIN items i ON i.id = f.rowid "
             f"WHERE items_fts MATCH ? AND {scope} ORDER BY {rank} LIMIT ?",
-            [ftsq, *sp, limit],
+            [scoped_fts(ftsq, prefix), *sp, limit],
         ).fetchall()
         if kw:
             kw_ids = np.fromiter((r[0] for r in kw), dtype=np.int64, count=len(kw))
             kw_raw = np.fromiter((r[1] for r in kw), dtype=np.float64, count=len(kw))
-    ids, scores = fuse(mode, vec_ids, vec_sims, kw_ids, kw_raw, vector_weight)
-
-    # Walk the ranking best-first, letting SQL drop rows that are filtered out,
-    # expired or gone, until the page is full: deep offsets stay exact.
-    rows: list[Sequence[Any]] = []
-    row_scores: list[float | None] = []
-    taken = 0
-    want = min(len(ids), max(4 * need, 64))
-    while taken < len(ids) and len(rows) < need:
-        order = top_order(ids, scores, want)[taken:]
-        taken += len(order)
-        chunk_ids = ids[order]
-        found = {
-            r[0]: r
-            for r in conn.execute(
-                f"SELECT {_COLS} FROM items i WHERE i.id IN (SELECT value FROM json_each(?)) "
-                f"AND {live} AND {fsql}",
-                [json.dumps(chunk_ids.tolist()), *lp, *fp],
-            )
-        }
-        for pos, item_id in zip(order, chunk_ids.tolist(), strict=True):
-            if item_id in found:
-                rows.append(found[item_id])
-                row_scores.append(float(scores[pos]))
-        want = min(len(ids), want * 4)
+    ranking = Ranking(mode, vec, kw_ids, kw_raw, vector_weight)
+    rows, row_scores = _walk(conn, ranking, need, live, lp, fsql, fp)
     if len(rows) < need:
         # Items no ranking covers (stored with index=False, or nothing matched
         # the words) follow the ranked ones, newest first.
@@ -171,7 +160,7 @@ def search(
             tail_conds.append("NOT EXISTS (SELECT 1 FROM vectors v WHERE v.item_id = i.id)")
         if ftsq is not None and mode == "keyword":
             tail_conds.append("i.id NOT IN (SELECT rowid FROM items_fts WHERE items_fts MATCH ?)")
-            tail_params.append(ftsq)
+            tail_params.append(scoped_fts(ftsq, prefix))
         tail_sql = " AND ".join(tail_conds) or "1"
         tail = conn.execute(
             f"SELECT {_COLS} FROM items i WHERE {scope} AND {live} AND {fsql} AND {tail_sql} "
@@ -181,6 +170,62 @@ def search(
         rows.extend(tail)
         row_scores.extend([None] * len(tail))
     return _page(rows[op.offset : need], row_scores[op.offset : need], op)
+
+
+def _walk(
+    conn: sqlite3.Connection,
+    ranking: Ranking,
+    need: int,
+    live: str,
+    lp: list[Any],
+    fsql: str,
+    fp: list[Any],
+) -> tuple[list[Sequence[Any]], list[float | None]]:
+    """The best ``need`` ranked items that pass the filter, best first, exact.
+
+    Items are visited by their score's upper bound, in growing chunks: each
+    chunk is scored exactly and checked by SQL (filter, expiry, still there).
+    Once ``need`` accepted items score above every unvisited bound, no
+    unvisited item can enter the page, so deep offsets and selective filters
+    stay exact while a page usually costs one small chunk.
+    """
+    ids, upper = ranking.ids, ranking.upper
+    n = len(ids)
+    if n == 0:
+        return [], []
+    open_ = np.ones(n, dtype=bool)
+    left = n
+    found_rows: dict[int, Sequence[Any]] = {}
+    pool: list[tuple[float, int]] = []  # (score, item id) of accepted items
+    chunk = max(4 * need, 64)
+    while left:
+        if chunk >= left:
+            order = np.flatnonzero(open_)
+        else:
+            bounds = np.where(open_, upper, -np.inf) if left < n else upper
+            order = np.argpartition(bounds, n - chunk)[n - chunk :]
+        open_[order] = False
+        left -= len(order)
+        scores = ranking.exact(order)
+        chunk_ids = ids[order]
+        for r in conn.execute(
+            f"SELECT {_COLS} FROM items i WHERE i.id IN (SELECT value FROM json_each(?)) "
+            f"AND {live} AND {fsql}",
+            [json.dumps(chunk_ids.tolist()), *lp, *fp],
+        ):
+            found_rows[r[0]] = r
+        pool.extend(
+            (float(sc), int(i)) for sc, i in zip(scores, chunk_ids.tolist()) if i in found_rows
+        )
+        if not left:
+            break
+        bound = float(upper[open_].max())
+        if sum(1 for sc, _ in pool if sc > bound) >= need:
+            break
+        chunk *= 4
+    pool.sort(key=lambda p: (-p[0], p[1]))
+    best = pool[:need]
+    return [found_rows[i] for _, i in best], [sc for sc, _ in best]
 
 
 def _page(
@@ -208,31 +253,6 @@ def bump_generation(conn: sqlite3.Connection) -> int:
     return generation(conn)
 
 
-def load_vectors(conn: sqlite3.Connection, vindex: VectorIndex) -> None:
-    """Rebuild the vector cache from the database (in the caller's transaction)."""
-    vindex.clear()
-    dims = vindex.dims
-    rows = conn.execute(
-        "SELECT i.prefix, v.item_id, v.embedding FROM vectors v JOIN items i ON i.id = v.item_id "
-        "ORDER BY v.item_id"
-    ).fetchall()
-    current: tuple[str, int] | None = None
-    blobs: list[bytes] = []
-    for prefix, item_id, blob in rows:
-        if current is not None and current[1] != item_id:
-            vindex.put(current[0], current[1], _unpack(blobs, dims))
-            blobs = []
-        current = (prefix, item_id)
-        blobs.append(blob)
-    if current is not None:
-        vindex.put(current[0], current[1], _unpack(blobs, dims))
-    vindex.generation = generation(conn)
-
-
-def _unpack(blobs: list[bytes], dims: int) -> np.ndarray:
-    return np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dims)
-
-
 def apply_puts(
     conn: sqlite3.Connection,
     puts: list[PreparedPut],
@@ -242,7 +262,8 @@ def apply_puts(
 ) -> tuple[dict[int, tuple[str, np.ndarray]], list[int]]:
     """Write a batch of puts. ``vectors[i]`` holds the vectors of ``puts[i]``.
 
-    Returns the vectors to cache per item id and the ids deleted or unindexed.
+    Returns the vectors to cache per item id and the ids whose vectors were
+    dropped (deleted or re-put without vectors).
     """
     keys = [[encode_namespace(p.namespace), p.key] for p in puts]
     existing = {
@@ -256,7 +277,6 @@ def apply_puts(
     seq_row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'items'").fetchone()
     next_id = (seq_row[0] if seq_row else 0) + 1
     deleted: list[int] = []
-    unindexed: list[int] = []
     updates, inserts, vec_rows, fts_rows = [], [], [], []
     cache: dict[int, tuple[str, np.ndarray]] = {}
     for i, (p, (prefix, key)) in enumerate(zip(puts, keys, strict=True)):
@@ -277,13 +297,15 @@ def apply_puts(
             for (label, _), row in zip(p.fields, vecs, strict=True):
                 vec_rows.append((item_id, label, row.astype("<f4").tobytes()))
             cache[item_id] = (prefix, vecs)
-        elif old is not None:
-            unindexed.append(old)
         if p.keyword_text or p.context_text:
-            fts_rows.append((item_id, p.keyword_text or "", p.context_text or ""))
+            fts_rows.append(
+                (item_id, p.keyword_text or "", p.context_text or "", ns_tokens(prefix))
+            )
     # A re-put replaces every index entry of the item: no stale vector or words.
     stale = [(x,) for x in deleted] + [(u[-1],) for u in updates]
+    dropped: list[int] = []
     if stale:
+        dropped = _with_vectors(conn, [x for (x,) in stale if x not in cache])
         conn.executemany("DELETE FROM vectors WHERE item_id = ?", stale)
         conn.executemany("DELETE FROM items_fts WHERE rowid = ?", stale)
     if deleted:
@@ -306,21 +328,39 @@ def apply_puts(
             "INSERT INTO vectors (item_id, field, embedding) VALUES (?, ?, ?)", vec_rows
         )
     if fts_rows:
-        conn.executemany("INSERT INTO items_fts (rowid, text, context) VALUES (?, ?, ?)", fts_rows)
-    return cache, deleted + unindexed
+        conn.executemany(
+            "INSERT INTO items_fts (rowid, text, context, ns) VALUES (?, ?, ?, ?)", fts_rows
+        )
+    return cache, dropped
 
 
-def sweep_expired(conn: sqlite3.Connection, now: float) -> list[int]:
-    """Delete expired items with their index entries; returns their ids."""
+def _with_vectors(conn: sqlite3.Connection, ids: list[int]) -> list[int]:
+    """Which of ``ids`` have vectors (only those concern the vector index)."""
+    if not ids:
+        return []
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT DISTINCT item_id FROM vectors WHERE item_id IN "
+            "(SELECT value FROM json_each(?))",
+            [json.dumps(ids)],
+        )
+    ]
+
+
+def sweep_expired(conn: sqlite3.Connection, now: float) -> tuple[int, list[int]]:
+    """Delete expired items with their index entries; returns how many, and
+    the ids of those that had vectors."""
     ids = [
         r[0]
         for r in conn.execute(
             "SELECT id FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?", [now]
         )
     ]
+    with_vectors = _with_vectors(conn, ids)
     if ids:
         rows = [(x,) for x in ids]
         conn.executemany("DELETE FROM vectors WHERE item_id = ?", rows)
         conn.executemany("DELETE FROM items_fts WHERE rowid = ?", rows)
         conn.executemany("DELETE FROM items WHERE id = ?", rows)
-    return ids
+    return len(ids), with_vectors

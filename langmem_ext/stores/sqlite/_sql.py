@@ -10,8 +10,10 @@ parameters, never spliced into the SQL text.
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Any
 
+from ...errors import InvalidValueError
 from .._filters import Condition
 
 __all__ = ["compile_filter", "json_path", "scope_clause", "sql_json_equal"]
@@ -20,13 +22,23 @@ _NUM = "('integer','real')"
 
 
 def json_path(path: tuple[str, ...]) -> str:
-    """``("a", "b c")`` → ``$."a"."b c"`` (a SQLite JSON path)."""
+    """``("a", "b c")`` → ``$."a"."b c"`` (a SQLite JSON path).
+
+    Each label is written JSON-escaped, the way the key is spelled in the
+    stored JSON text, so keys with backslashes, control characters or path
+    punctuation (``[``, ``$``, ``*``) are matched exactly. SQLite before 3.45
+    ends a quoted label at the first ``"`` whatever precedes it, so there keys
+    containing a double quote cannot be addressed.
+    """
+    labels = []
     for part in path:
-        if '"' in part:
-            raise ValueError(
-                f"SQLiteStore cannot filter on field names containing a double quote: {part!r}"
+        if '"' in part and sqlite3.sqlite_version_info < (3, 45, 0):
+            raise InvalidValueError(
+                f"this SQLite ({sqlite3.sqlite_version}) cannot filter on field names "
+                f"containing a double quote: {part!r}; rename the field or use SQLite 3.45+"
             )
-    return "$" + "".join(f'."{p}"' for p in path)
+        labels.append(json.dumps(part, ensure_ascii=False)[1:-1])
+    return "$" + "".join(f'."{label}"' for label in labels)
 
 
 def scope_clause(prefix: str, col: str = "i.prefix") -> tuple[str, list[Any]]:

@@ -3,9 +3,13 @@ together with its record in ``store_migrations``."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import sqlite3
 
-__all__ = ["MIGRATIONS", "migrate"]
+import numpy as np
+
+__all__ = ["MIGRATIONS", "migrate", "ns_token", "ns_tokens", "register_functions"]
 
 MIGRATIONS: list[list[str]] = [
     [
@@ -53,7 +57,70 @@ MIGRATIONS: list[list[str]] = [
         "INSERT INTO items_fts (rowid, text, context) SELECT rowid, text, '' FROM items_fts_v0",
         "DROP TABLE items_fts_v0",
     ],
+    [
+        # Vectors are searched from memory-mapped segment files beside the
+        # database (derived data, rebuilt from `vectors` when missing); the log
+        # names the items whose vectors changed since the newest segment.
+        """CREATE TABLE vector_log (
+            gen INTEGER PRIMARY KEY,        -- meta.generation of the write
+            item_ids TEXT NOT NULL          -- JSON list of the items it changed
+        )""",
+        "INSERT INTO meta (key, value) VALUES ('segments', '[]')",
+        "INSERT INTO meta (key, value) VALUES ('log_size', 0)",
+        "INSERT INTO meta (key, value) VALUES ('store_id', lower(hex(randomblob(8))))",
+        # -1: vectors written before this migration are in no segment yet; the
+        # first vector search builds one from the table.
+        """INSERT INTO meta (key, value) SELECT 'segment_gen', CASE
+            WHEN EXISTS (SELECT 1 FROM vectors) THEN -1
+            ELSE (SELECT value FROM meta WHERE key = 'generation') END""",
+        # Vectors a release without validation stored with NaN or infinite
+        # numbers: dropped (the item keeps its keyword index), they would
+        # poison every search that meets them.
+        "DELETE FROM vectors WHERE NOT lmx_finite(embedding)",
+        # Keyword search scoped by namespace inside FTS5: a third column holds
+        # one token per namespace prefix of the item (see ns_tokens), so a
+        # query of a small namespace never reads other namespaces' matches.
+        "ALTER TABLE items_fts RENAME TO items_fts_v1",
+        """CREATE VIRTUAL TABLE items_fts USING fts5 (
+            text, context, ns, tokenize = 'porter unicode61 remove_diacritics 2'
+        )""",
+        """INSERT INTO items_fts (rowid, text, context, ns)
+            SELECT f.rowid, f.text, f.context, lmx_ns_tokens(i.prefix)
+            FROM items_fts_v1 f JOIN items i ON i.id = f.rowid""",
+        "DROP TABLE items_fts_v1",
+    ],
 ]
+
+
+def ns_token(prefix: str) -> str:
+    """FTS5 token of a namespace (labels joined by ``.``): 20 decimal digits
+    (the tokenizer and the stemmer leave digits alone) from a 64-bit hash.
+
+    Example:
+        >>> len(ns_token("user.u1")), ns_token("user.u1").isdigit()
+        (20, True)
+    """
+    digest = hashlib.blake2b(prefix.encode("utf-8"), digest_size=8).digest()
+    return f"{int.from_bytes(digest, 'little'):020d}"
+
+
+@functools.lru_cache(maxsize=65_536)
+def ns_tokens(prefix: str) -> str:
+    """Tokens of a namespace and of each of its ancestors, space-separated."""
+    labels = prefix.split(".")
+    return " ".join(ns_token(".".join(labels[: i + 1])) for i in range(len(labels)))
+
+
+def _finite(blob: bytes | None) -> int:
+    if not isinstance(blob, bytes) or len(blob) % 4:
+        return 0
+    return int(bool(np.isfinite(np.frombuffer(blob, dtype="<f4")).all()))
+
+
+def register_functions(conn: sqlite3.Connection) -> None:
+    """SQL functions the migrations and the store use."""
+    conn.create_function("lmx_ns_tokens", 1, ns_tokens, deterministic=True)
+    conn.create_function("lmx_finite", 1, _finite, deterministic=True)
 
 
 def migrate(conn: sqlite3.Connection) -> int:

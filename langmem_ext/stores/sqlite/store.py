@@ -30,9 +30,9 @@ from .._ops import (
 )
 from .._vector_index import VectorIndex
 from ..embeddings import IndexInput
-from . import _exec
+from . import _exec, _vectors
 from ._sql import sql_json_equal
-from .schema import migrate
+from .schema import migrate, register_functions
 
 __all__ = ["SQLiteStore"]
 
@@ -85,6 +85,10 @@ class SQLiteStore(HybridStore):
         self._conn: sqlite3.Connection | None = None
         self._configure_search(index, ttl, search_mode, _CacheBackend(self))
         self._vectors = VectorIndex(self._index.dims) if self.embeddings else None  # type: ignore[union-attr]
+        self._segdir = _vectors.segment_dir(self.path)
+        # Vector segments by file name, mapped once (":memory:" stores keep theirs here).
+        self._segments: dict[str, Any] = {}
+        self._rebuilt: Any = None
         self.synchronous = synchronous.upper()
         if self.synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise ConfigurationError(
@@ -134,6 +138,7 @@ class SQLiteStore(HybridStore):
                 self._conn = None
             if self._vectors is not None:
                 self._vectors.clear()
+            self._segments.clear()
 
     async def aclose(self) -> None:
         """Async :meth:`close`."""
@@ -164,20 +169,15 @@ class SQLiteStore(HybridStore):
             raise StoreError(f"cannot open SQLite database {self.path!r}: {e}") from e
         try:
             conn.create_function("lmx_json_eq", 3, sql_json_equal, deterministic=True)
+            register_functions(conn)
             if self.path != ":memory:":
                 conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             conn.execute("PRAGMA foreign_keys = ON")
             migrate(conn)
             self._check_meta(conn)
-            if self._vectors is not None:
-                # Load now so the first search pays nothing and later writes
-                # update the cache in place.
-                conn.execute("BEGIN")
-                try:
-                    _exec.load_vectors(conn, self._vectors)
-                finally:
-                    conn.execute("COMMIT")
+            # Vectors are not loaded here: the first vector search maps the
+            # segment files (see _vectors), so opening costs the same at any size.
         except sqlite3.Error as e:
             conn.close()
             raise _translate(e, self.path) from e
@@ -260,6 +260,7 @@ class SQLiteStore(HybridStore):
                     for i, op in plan.reads:
                         results[i], ids = self._read(conn, op, plan.modes.get(i), qarrays, live_now)
                         refresh.extend(ids)
+                self._after_read()
                 if refresh:
                     with self._txn(immediate=True) as conn:
                         _exec.refresh_ttl(conn, refresh, now)
@@ -290,15 +291,45 @@ class SQLiteStore(HybridStore):
 
     def _sync_vectors(self, conn: sqlite3.Connection) -> None:
         vix = self._vectors
-        if vix is not None and vix.generation != _exec.generation(conn):
-            _exec.load_vectors(conn, vix)
+        if vix is not None:
+            rebuilt = _vectors.sync(conn, vix, self._segdir, self._segments)
+            if rebuilt is not None:
+                self._rebuilt = rebuilt  # published once the read transaction ends
+
+    def _after_read(self) -> None:
+        if self._rebuilt is not None:
+            segments, expected = self._rebuilt
+            self._rebuilt = None
+            _vectors.publish(
+                self._write_txn,
+                self._segdir,
+                self._segments,
+                segments,
+                expected,
+                self._vectors,
+            )
+
+    def _write_txn(self) -> Any:
+        return self._txn(immediate=True)
 
     def _write(self, puts: list[PreparedPut], vectors: dict[int, np.ndarray]) -> None:
         with self._txn(immediate=True) as conn:
             before = _exec.generation(conn)
             cache, dropped = _exec.apply_puts(conn, puts, vectors, iso_now(), time.time())
             after = _exec.bump_generation(conn)
+            log_size = _vectors.log_changes(conn, after, [*cache, *dropped])
         self._apply_to_cache(before, after, cache, dropped)
+        self._maybe_flush(log_size)
+
+    def _maybe_flush(self, log_size: int) -> None:
+        vix = self._vectors
+        if vix is None or log_size < _vectors.FLUSH:
+            return
+        with self._txn(immediate=False) as conn:
+            self._sync_vectors(conn)
+        self._after_read()
+        if vix.generation is not None and not self._rebuilt:
+            _vectors.flush(self._write_txn, vix, self._segdir, self._segments)
 
     def _apply_to_cache(
         self,
@@ -309,11 +340,10 @@ class SQLiteStore(HybridStore):
     ) -> None:
         vix = self._vectors
         if vix is None or vix.generation != before:
-            return  # not loaded yet, or another process wrote meanwhile: reload on next search
-        for item_id in dropped:
-            vix.remove(item_id)
-        for item_id, (prefix, vecs) in cache.items():
-            vix.put(prefix, item_id, vecs)
+            return  # not loaded yet, or another process wrote meanwhile: synced on next search
+        changes: dict[int, Any] = dict.fromkeys(dropped)
+        changes.update(cache)
+        vix.apply(changes)
         vix.generation = after
 
     # -- TTL ---------------------------------------------------------------------
@@ -325,13 +355,16 @@ class SQLiteStore(HybridStore):
             >>> SQLiteStore().sweep_ttl()
             0
         """
-        with self._lock, self._txn(immediate=True) as conn:
-            before = _exec.generation(conn)
-            ids = _exec.sweep_expired(conn, time.time())
-            after = _exec.bump_generation(conn) if ids else before
-        if ids:
-            self._apply_to_cache(before, after, {}, ids)
-        return len(ids)
+        with self._lock:
+            with self._txn(immediate=True) as conn:
+                before = _exec.generation(conn)
+                n, ids = _exec.sweep_expired(conn, time.time())
+                after = _exec.bump_generation(conn) if n else before
+                log_size = _vectors.log_changes(conn, after, ids)
+            if n:
+                self._apply_to_cache(before, after, {}, ids)
+                self._maybe_flush(log_size)
+        return n
 
     async def asweep_ttl(self) -> int:
         """Async :meth:`sweep_ttl`."""
@@ -351,8 +384,11 @@ class SQLiteStore(HybridStore):
                 "AND c.hash = json_extract(j.value, '$[2]')",
                 [json.dumps([[m, k, h.hex()] for m, k, h in keys])],
             ).fetchall()
+        # Blobs of a length no vector has are skipped: the text is embedded again.
         return {
-            (m, k, bytes.fromhex(h)): np.frombuffer(e, dtype="<f4").tolist() for m, k, h, e in rows
+            (m, k, bytes.fromhex(h)): np.frombuffer(e, dtype="<f4")
+            for m, k, h, e in rows
+            if isinstance(e, bytes) and len(e) % 4 == 0
         }
 
     def _cache_put(self, entries: dict[tuple[str, str, bytes], np.ndarray]) -> None:

@@ -1,0 +1,249 @@
+"""SQLiteStore's vector index: memory-mapped segments, the delta, the log.
+
+Thresholds are shrunk so a few thousand items exercise every path: quantized
+scans with exact re-rank, delta flushes, tier merges, masking of replaced and
+deleted items, reopening, lost segment files, other processes' writes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import zlib
+
+import numpy as np
+import pytest
+from langgraph.store.base import PutOp
+
+from langmem_ext import SQLiteStore
+from langmem_ext.stores import _vector_index
+from langmem_ext.stores.sqlite import _vectors, schema
+from tests.stores.test_sqlite import run_py
+
+DIMS = 24
+
+
+@pytest.fixture
+def small(monkeypatch):
+    monkeypatch.setattr(_vector_index, "EXACT_ROWS", 8)
+    monkeypatch.setattr(_vectors, "FLUSH", 40)
+    monkeypatch.setattr(_vectors, "TIER", 2)
+
+
+class Table:
+    """A vector per text, the same in every process, so tests know each item's
+    exact embedding. Clustered, like real embeddings: texts sharing their first
+    two characters share a centre."""
+
+    def __call__(self, texts):
+        out = []
+        for t in texts:
+            centre = np.random.default_rng(zlib.crc32(t[:2].encode())).standard_normal(DIMS)
+            noise = np.random.default_rng(zlib.crc32(t.encode())).standard_normal(DIMS)
+            out.append((centre + 0.6 * noise).astype(np.float32).tolist())
+        return out
+
+
+def _store(path, table):
+    return SQLiteStore(
+        path, index={"dims": DIMS, "embed": table, "fields": ["t", "tags[*]"]}, search_mode="vector"
+    )
+
+
+def _expected(state, table, prefix, query, flt=None):
+    """Exact ranking by numpy: item score = best cosine over its texts."""
+    q = np.asarray(table([query])[0], dtype=np.float64)
+    q /= np.linalg.norm(q)
+    scored = []
+    for (ns, key), value in state.items():
+        if ns[: len(prefix)] != prefix:
+            continue
+        if flt and not value["b"] >= flt:
+            continue
+        texts = [value["t"], *value.get("tags", [])]
+        vs = np.asarray(table(texts), dtype=np.float64)
+        sims = vs @ q / np.linalg.norm(vs, axis=1)
+        scored.append((float(sims.max()), key))
+    return scored
+
+
+def _check(store, state, table, rng, n_queries=6):
+    for j in range(n_queries):
+        query = f"{'abcdefgh'[j % 8]}{'xyz'[j % 3]}query {j}"
+        for prefix, flt in [((), None), (("u", "n1"), None), (("u",), 2)]:
+            exp = _expected(state, table, prefix, query, flt)
+            offset = int(rng.integers(0, 5))
+            got = store.search(
+                prefix,
+                query=query,
+                filter={"b": {"$gte": flt}} if flt else None,
+                limit=7,
+                offset=offset,
+            )
+            scores = sorted((s for s, _ in exp), reverse=True)[offset : offset + 7]
+            assert [r.score for r in got] == pytest.approx(scores, abs=1e-5)
+            by_key = dict((k, s) for s, k in exp)
+            for r in got:
+                assert by_key[r.key] == pytest.approx(r.score, abs=1e-5)
+
+
+def _random_writes(store, state, rng, n, start=0):
+    ops = []
+    for i in range(start, start + n):
+        ns = ("u", f"n{int(rng.integers(0, 4))}")
+        if state and rng.random() < 0.15:  # delete or re-put an existing item
+            victim = list(state)[int(rng.integers(0, len(state)))]
+            if rng.random() < 0.5:
+                ops.append(PutOp(victim[0], victim[1], None))
+                state.pop(victim)
+                continue
+            ns, key = victim
+        else:
+            key = f"k{i}"
+        stem = "abcdefgh"[int(rng.integers(0, 8))] + "xyz"[int(rng.integers(0, 3))]
+        value = {"t": f"{stem} doc {i}", "b": int(rng.integers(0, 4))}
+        if rng.random() < 0.2:
+            value["tags"] = [f"{stem} tag {i} {t}" for t in range(2)]
+        ops.append(PutOp(ns, key, value))
+        state[(ns, key)] = value
+    for chunk in range(0, len(ops), 25):
+        store.batch(ops[chunk : chunk + 25])
+
+
+def test_exact_through_flushes_merges_and_masks(tmp_path, small):
+    rng = np.random.default_rng(0)
+    table, state = Table(), {}
+    store = _store(tmp_path / "v.db", table)
+    _random_writes(store, state, rng, 150)
+    _check(store, state, table, rng)  # index loaded; later writes update it in place
+    for round_ in range(4):
+        _random_writes(store, state, rng, 120, start=1000 * (round_ + 1))
+        _check(store, state, table, rng, n_queries=3)
+    seg_dir = _vectors.segment_dir(str(tmp_path / "v.db"))
+    meta = dict(store._connect().execute("SELECT key, value FROM meta").fetchall())
+    files = [m["file"] for m in json.loads(meta["segments"])]
+    assert files and all((seg_dir / f).exists() for f in files)
+    assert int(meta["log_size"]) < _vectors.FLUSH
+    store.close()
+    # A fresh process state: mapped segments + the logged delta, same answers.
+    reopened = _store(tmp_path / "v.db", table)
+    _check(reopened, state, table, rng)
+    reopened.close()
+
+
+def test_lost_segment_files_are_rebuilt(tmp_path, small):
+    rng = np.random.default_rng(1)
+    table, state = Table(), {}
+    path = tmp_path / "r.db"
+    with _store(path, table) as store:
+        _random_writes(store, state, rng, 200)
+    shutil.rmtree(_vectors.segment_dir(str(path)))
+    with _store(path, table) as store:
+        _check(store, state, table, rng)
+        meta = dict(store._connect().execute("SELECT key, value FROM meta").fetchall())
+        files = [m["file"] for m in json.loads(meta["segments"])]
+        assert len(files) == 1 and (_vectors.segment_dir(str(path)) / files[0]).exists()
+    # A torn file (a crash while writing it) is rebuilt too.
+    seg = _vectors.segment_dir(str(path)) / files[0]
+    seg.write_bytes(seg.read_bytes()[:100])
+    with _store(path, table) as store:
+        _check(store, state, table, rng, n_queries=2)
+
+
+def test_in_memory_store_flushes_too(small):
+    rng = np.random.default_rng(2)
+    table, state = Table(), {}
+    store = _store(":memory:", table)
+    _random_writes(store, state, rng, 100)
+    _check(store, state, table, rng, n_queries=2)
+    _random_writes(store, state, rng, 200, start=500)
+    _check(store, state, table, rng, n_queries=3)
+    assert store._segments
+
+
+def test_other_process_writes_are_read_from_the_log(tmp_path, small):
+    rng = np.random.default_rng(4)
+    table, state = Table(), {}
+    path = tmp_path / "p.db"
+    store = _store(path, table)
+    _random_writes(store, state, rng, 120)
+    _check(store, state, table, rng, n_queries=2)
+    code = f"""
+        import numpy as np
+        from langmem_ext.stores.sqlite import _vectors
+        from tests.stores.test_sqlite_vectors import Table, _store, _random_writes
+        _vectors.FLUSH = 40
+        _vectors.TIER = 2
+        table, state = Table(), {{}}
+        store = _store({str(path)!r}, table)
+        rng = np.random.default_rng(99)
+        _random_writes(store, state, rng, 90, start=5000)
+        print(__import__("json").dumps([[list(k[0]), k[1], v] for k, v in state.items()]))
+        store.close()
+    """
+    out = run_py(code).stdout.strip().splitlines()[-1]
+    for ns, key, value in json.loads(out):
+        state[(tuple(ns), key)] = value
+    # Deletes in the child only touched items it knew (its own): state stays right.
+    _check(store, state, table, rng, n_queries=3)
+    store.close()
+
+
+def test_migrated_file_drops_nan_vectors_and_scopes_keywords(tmp_path):
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    saved = schema.MIGRATIONS[:]
+    try:
+        schema.MIGRATIONS[:] = saved[:2]
+        schema.migrate(conn)
+        ts = "'2026-01-01T00:00:00.000000+00:00'"
+        for i, (ns, text) in enumerate([("a.x", "green tea"), ("a.y", "black tea"), ("b", "tea")]):
+            conn.execute(
+                f"INSERT INTO items (id, prefix, key, value, created_at, updated_at) VALUES "
+                f"({i + 1}, '{ns}', 'k{i}', json_object('t', '{text}'), {ts}, {ts})"
+            )
+            conn.execute(
+                "INSERT INTO items_fts (rowid, text, context) VALUES (?, ?, '')", [i + 1, text]
+            )
+            vec = np.full(DIMS, 1.0 + i, dtype="<f4")
+            if i == 1:
+                vec[0] = np.nan  # what an unvalidated embedder could leave behind
+            conn.execute(
+                "INSERT INTO vectors (item_id, field, embedding) VALUES (?, 't', ?)",
+                [i + 1, vec.tobytes()],
+            )
+        conn.execute("UPDATE meta SET value = 3 WHERE key = 'generation'")
+    finally:
+        schema.MIGRATIONS[:] = saved
+        conn.close()
+    table = {"q": [1.0] * DIMS}
+    embed = lambda texts: [table.get(t, [1.0] * DIMS) for t in texts]  # noqa: E731
+    index = {"dims": DIMS, "embed": embed, "fields": ["t"]}
+    with SQLiteStore(path, index=index) as store:
+        assert store._connect().execute("SELECT count(*) FROM vectors").fetchone()[0] == 2
+        got = store.search(("a",), query="tea", mode="keyword")
+        assert sorted(r.key for r in got) == ["k0", "k1"]  # never b's
+        got = store.search(("a",), query="q", mode="hybrid")
+        assert [(r.key, r.score) for r in got] == [("k0", 0.5), ("k1", None)]
+        got = store.search((), query="q", mode="vector")
+        assert sorted(r.key for r in got if r.score is not None) == ["k0", "k2"]
+
+
+def test_keyword_search_reads_only_its_namespace(tmp_path):
+    with SQLiteStore(tmp_path / "k.db") as store:
+        store.batch([PutOp(("u", f"n{i}"), "m", {"text": f"tea number {i}"}) for i in range(300)])
+        store.put(("u", "n7", "sub"), "deep", {"text": "tea below"})
+        got = store.search(("u", "n7"), query="tea", mode="keyword")
+        assert sorted(r.key for r in got) == ["deep", "m"]
+        got = store.search(("u", "n7"), query="coffee", mode="keyword")
+        assert sorted(r.key for r in got) == ["deep", "m"]  # unscored tail, same scope
+        assert all(r.score is None for r in got)
+        plan = " ".join(
+            str(r)
+            for r in store._connect().execute(
+                "EXPLAIN QUERY PLAN SELECT rowid FROM items_fts WHERE items_fts MATCH ?",
+                [f'ns : "{schema.ns_token("u.n7")}" AND ("tea")'],
+            )
+        )
+        assert "VIRTUAL TABLE INDEX" in plan
