@@ -138,7 +138,7 @@ def prepare_ops(
                     f"search query must be a string or None, got {type(op.query).__name__}"
                 )
         elif isinstance(op, ListNamespacesOp):
-            _check_list_namespaces(op)
+            op = _check_list_namespaces(op)
         else:
             check_namespace(op.namespace, allow_empty=isinstance(op, GetOp))
             op = op._replace(namespace=tuple(op.namespace))
@@ -193,17 +193,22 @@ def check_namespace(namespace: Any, allow_empty: bool = False, wildcards: bool =
         raise InvalidNamespaceError(str(e)) from None
 
 
-def _check_list_namespaces(op: ListNamespacesOp) -> None:
+def _check_list_namespaces(op: ListNamespacesOp) -> ListNamespacesOp:
+    conds = []
     for cond in op.match_conditions or ():
         if getattr(cond, "match_type", None) not in ("prefix", "suffix"):
             raise InvalidValueError(
                 f"list_namespaces conditions need match_type 'prefix' or 'suffix', got {cond!r}"
             )
-        check_namespace(cond.path, allow_empty=True)
+        # LangGraph's own tests write MatchCondition("suffix", "public"): one label.
+        path = (cond.path,) if isinstance(cond.path, str) else cond.path
+        check_namespace(path, allow_empty=True)
+        conds.append(cond._replace(path=tuple(path)))
     if op.max_depth is not None:
         check_count(op.max_depth, "max_depth")
     check_count(op.limit, "list_namespaces limit")
     check_count(op.offset, "list_namespaces offset")
+    return op._replace(match_conditions=tuple(conds)) if op.match_conditions else op
 
 
 def dump_value(namespace: tuple[str, ...], key: str, value: Any) -> str:

@@ -133,7 +133,7 @@ def test_concurrent_setup_from_threads_is_safe(dsn):
     assert errors == []
     with psycopg.connect(dsn) as conn:
         rows = conn.execute("SELECT v, count(*) FROM lmx_migrations GROUP BY v ORDER BY v")
-        assert rows.fetchall() == [(0, 1), (1, 1), (2, 1)]
+        assert rows.fetchall() == [(0, 1), (1, 1), (2, 1), (3, 1)]
     for s in stores:
         s.close()
 
@@ -153,7 +153,7 @@ def vectors():
 
 @pytest.mark.parametrize(
     "vector_index",
-    [None, {"kind": "hnsw", "exact_below": 1000}],
+    [{"kind": "exact"}, {"kind": "hnsw", "exact_below": 1000, "cost_ratio": 1}],
     ids=["exact", "hnsw"],
 )
 def test_full_exact_recall_inside_a_namespace(dsn, vectors, vector_index):
@@ -194,7 +194,7 @@ def test_full_exact_recall_inside_a_namespace(dsn, vectors, vector_index):
                 mode="vector",
             )
             assert len(got) == 10
-            if vector_index is None:
+            if vector_index["kind"] == "exact":
                 assert [r.key for r in got] == expected
             hits += len(set(expected) & {r.key for r in got})
         assert hits / (10 * len(queries)) >= 0.95
@@ -205,17 +205,17 @@ def test_default_path_is_proven_exact_and_falls_back(dsn, vectors, monkeypatch):
     re-ranked in full precision) serves namespace and whole-store pages itself,
     and gives exactly numpy's pages at deep offsets and under filters; when it
     cannot prove a page (too few items pass) the exact query answers."""
-    from langmem_ext.stores.postgres import _core
+    from langmem_ext.stores.postgres import _vector_search
 
     served: list[bool] = []
-    real = _core.candidate_steps
+    real = _vector_search.candidate_steps
 
     def counting(*args, **kwargs):
         page = yield from real(*args, **kwargs)
         served.append(page is not None)
         return page
 
-    monkeypatch.setattr(_core, "candidate_steps", counting)
+    monkeypatch.setattr(_vector_search, "candidate_steps", counting)
     docs, queries, table = vectors
     index = {"dims": DIMS, "embed": lambda t: [table[x].tolist() for x in t], "fields": ["text"]}
     with PostgresStore.from_conn_string(dsn, index={**index, "cache": False}) as store:

@@ -15,23 +15,41 @@ order) and nothing else ever matches or raises a cast error.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from psycopg.types.json import Jsonb
 
 from .._filters import Condition
 
 __all__ = [
+    "DISTANCE_OPS",
     "ITEM_COLS",
+    "VectorQuery",
     "candidate_query",
     "compile_filter",
     "field_expr",
+    "get_query",
+    "hnsw_query",
     "live_clause",
     "range_scope",
     "scope_clause",
+    "scope_size_query",
+    "score_expr",
     "search_query",
     "tsquery_text",
 ]
+
+#: pgvector distance operator and score (higher is better) of each distance
+#: type, as LangGraph's PostgresStore scores them.
+DISTANCE_OPS = {"cosine": "<=>", "inner_product": "<#>", "l2": "<->"}
+_SCORES = {"cosine": "1 - ({d})", "inner_product": "-({d})", "l2": "-({d})"}
+
+
+def score_expr(distance: str, embedding: str, query: str) -> str:
+    """``1 - (e <=> q)`` for cosine, ``-(e <#> q)`` (the dot product) for
+    inner product, ``-(e <-> q)`` for L2."""
+    return _SCORES[distance].format(d=f"{embedding} {DISTANCE_OPS[distance]} {query}")
+
 
 ITEM_COLS = "i.id, i.prefix, i.key, i.value, i.created_at, i.updated_at, i.ttl_minutes"
 LIVE = "(i.expires_at IS NULL OR i.expires_at > now())"
@@ -172,6 +190,7 @@ def search_query(
     offset: int,
     dims: int | None,
     context_weight: float = 0.5,
+    distance: str = "cosine",
 ) -> tuple[str, list[Any]]:
     """One exact search, ranked entirely in SQL (see ``_hybrid`` for scores).
 
@@ -189,7 +208,8 @@ def search_query(
         cast = f"::vector({dims})" if dims else "::vector"
         # Best vector per item: items with several embedded fields score as their best.
         sims = (
-            f"sims AS (SELECT v.item_id, max(1 - (v.embedding <=> %s{cast})) AS cos "
+            f"sims AS (SELECT v.item_id, max({score_expr(distance, 'v.embedding', '%s' + cast)}) "
+            "AS cos "
             f"FROM lmx_vectors v WHERE {vsql} GROUP BY v.item_id), "
         )
         params += [qvec, *vp]
@@ -275,46 +295,6 @@ def listing_query(
     return sql, [*sp, *fp, limit, offset]
 
 
-def hnsw_query(
-    vscope: tuple[str, list[Any]],
-    flt: tuple[str, list[Any]],
-    live: str,
-    qvec: Any,
-    dims: int,
-    op: Any,
-) -> tuple[str, list[Any]]:
-    """Nearest vectors through the HNSW index (``ORDER BY distance LIMIT``, the
-    only shape pgvector can serve from the index), filters applied during the
-    iterative scan. An item with several vectors may appear once per vector;
-    the caller's page is cut after ``DISTINCT ON`` keeps its best one."""
-    (vsql, vp), (fsql, fp) = vscope, flt
-    need = op.offset + op.limit
-    sql = (
-        f"SELECT {ITEM_COLS}, n.score FROM ("
-        "SELECT DISTINCT ON (item_id) item_id, score FROM ("
-        f"SELECT v.item_id, 1 - ((v.embedding::vector({int(dims)})) <=> %s::vector({int(dims)})) "
-        "AS score FROM lmx_vectors v JOIN lmx_items i ON i.id = v.item_id "
-        f"WHERE {vsql} AND {live} AND {fsql} "
-        f"ORDER BY (v.embedding::vector({int(dims)})) <=> %s::vector({int(dims)}) LIMIT %s"
-        ") c ORDER BY item_id, score DESC) n JOIN lmx_items i ON i.id = n.item_id "
-        "ORDER BY n.score DESC, i.id ASC"
-    )
-    return sql, [qvec, *vp, *fp, qvec, need * 2]
-
-
-def unindexed_query(
-    scope: tuple[str, list[Any]], flt: tuple[str, list[Any]], live: str, limit: int
-) -> tuple[str, list[Any]]:
-    """Items without any vector, newest first (they follow ranked items)."""
-    (ssql, sp), (fsql, fp) = scope, flt
-    sql = (
-        f"SELECT {ITEM_COLS}, NULL::float8 FROM lmx_items i WHERE {ssql} AND {live} AND {fsql} "
-        "AND NOT EXISTS (SELECT 1 FROM lmx_vectors v WHERE v.item_id = i.id) "
-        "ORDER BY i.updated_at DESC, i.id DESC LIMIT %s"
-    )
-    return sql, [*sp, *fp, limit]
-
-
 def range_scope(prefix: str, col: str = "v.prefix") -> tuple[str, list[Any]]:
     """:func:`scope_clause` as one btree range plus a recheck, the shape that an
     index-only scan can serve (an ``OR`` of two ranges turns into a bitmap scan,
@@ -326,46 +306,106 @@ def range_scope(prefix: str, col: str = "v.prefix") -> tuple[str, list[Any]]:
     return sql, [prefix, prefix + "/", prefix, prefix + "."]
 
 
-def candidate_query(
-    prefix: str,
-    flt: tuple[str, list[Any]],
-    live: str,
-    qvec: Any,
-    dims: int,
-    n_candidates: int,
-    need: int,
-) -> tuple[str, list[Any]]:
-    """Vector mode, two stages in one statement.
+class VectorQuery(NamedTuple):
+    """What a ``mode="vector"`` search needs besides the page."""
+
+    prefix: str  # encoded namespace prefix ("" for the whole store)
+    flt: tuple[str, list[Any]]  # compiled filter
+    live: str  # TTL clause
+    qvec: Any  # query vector
+    dims: int
+    distance: str = "cosine"
+
+
+def _rerank(q: VectorQuery) -> tuple[str, list[Any]]:
+    """CTE ``r``: the items of the candidates in ``c``, scored in full
+    precision over all their vectors in the scope (an item scores as its best
+    field, as in the exact query)."""
+    vsql, vp = scope_clause(q.prefix, "v.prefix")
+    score = score_expr(q.distance, "v.embedding", f"(SELECT %s::vector({int(q.dims)}))")
+    sql = (
+        f"r AS (SELECT v.item_id, max({score}) AS score FROM lmx_vectors v "
+        f"WHERE v.item_id IN (SELECT item_id FROM c) AND {vsql} GROUP BY v.item_id) "
+    )
+    return sql, [q.qvec, *vp]
+
+
+def candidate_query(q: VectorQuery, n_candidates: int, need: int) -> tuple[str, list[Any]]:
+    """Vector mode, exact path (cosine), two stages in one statement.
 
     ``c``: the ``n_candidates`` vectors of the scope nearest to the query in
-    half precision (an index-only scan of ``lmx_vectors_scan``). ``r``: their
-    items re-ranked with full-precision cosine over all of each item's vectors
-    in the scope (the score is the item's best field, as in the exact query).
-    Live and filter conditions apply to the re-ranked items. Each row carries
-    ``n`` (candidates found) and ``t`` (the largest half-precision distance
-    among them) so the caller can prove that no item outside the candidates
-    can belong on the page, else it falls back to the exact query.
+    half precision (an index-only scan of ``lmx_vectors_scan``, inside the
+    ``lmx_scan_candidates`` functions whose SET clauses steer the planner).
+    ``r``: their items re-ranked in full precision (:func:`_rerank`). Live and
+    filter conditions apply to the re-ranked items. Each row carries ``n``
+    (candidates found) and ``t`` (the largest half-precision distance among
+    them) so the caller can prove that no item outside the candidates can
+    belong on the page, else it falls back to the exact query.
 
     The query vector's casts sit in scalar sub-selects (init plans, run once):
     in a generic plan of a prepared statement (psycopg prepares after five
-    runs) a bare ``%s::halfvec`` cast is re-evaluated for every row, which
-    doubled the namespace latency at 100k.
+    runs) a bare ``%s::halfvec`` cast is re-evaluated for every row.
     """
-    (rsql, rp), (vsql, vp), (fsql, fp) = (
-        range_scope(prefix),
-        scope_clause(prefix, "v.prefix"),
-        flt,
-    )
-    d = int(dims)
+    d, p = int(q.dims), q.prefix
+    if p:
+        scan = f"lmx_scan_candidates(%s, %s, %s, %s, (SELECT %s::halfvec({d})), %s)"
+        sp: list[Any] = [p, p + "/", p, p + ".", q.qvec, n_candidates]
+    else:
+        scan = f"lmx_scan_candidates_all((SELECT %s::halfvec({d})), %s)"
+        sp = [q.qvec, n_candidates]
+    rsql, rp = _rerank(q)
+    fsql, fp = q.flt
     sql = (
-        "WITH c AS MATERIALIZED (SELECT v.item_id, "
-        f"v.embedding_half <=> (SELECT %s::halfvec({d})) AS hd FROM lmx_vectors v "
-        f"WHERE {rsql} ORDER BY hd LIMIT %s), "
-        "cut AS (SELECT count(*) AS n, max(hd) AS t FROM c), "
-        f"r AS (SELECT v.item_id, max(1 - (v.embedding <=> (SELECT %s::vector({d})))) AS score "
-        f"FROM lmx_vectors v WHERE v.item_id IN (SELECT item_id FROM c) AND {vsql} "
-        "GROUP BY v.item_id) "
+        f"WITH c AS MATERIALIZED (SELECT item_id, hd FROM {scan}), "
+        f"cut AS (SELECT count(*) AS n, max(hd) AS t FROM c), {rsql}"
         f"SELECT {ITEM_COLS}, r.score, cut.n, cut.t FROM r JOIN lmx_items i ON i.id = r.item_id "
-        f"CROSS JOIN cut WHERE {live} AND {fsql} ORDER BY r.score DESC, i.id ASC LIMIT %s"
+        f"CROSS JOIN cut WHERE {q.live} AND {fsql} ORDER BY r.score DESC, i.id ASC LIMIT %s"
     )
-    return sql, [qvec, *rp, n_candidates, qvec, *vp, *fp, need]
+    return sql, [*sp, *rp, *fp, need]
+
+
+def hnsw_query(q: VectorQuery, n_candidates: int, need: int) -> tuple[str, list[Any]]:
+    """Vector mode, HNSW path: the ``n_candidates`` nearest vectors by the
+    HNSW index on ``embedding_half::halfvec(dims)`` (``ORDER BY distance
+    LIMIT``, the shape pgvector serves from the index; namespace, TTL and
+    filter are checked during the iterative scan), then their items re-ranked
+    in full precision (:func:`_rerank`), page cut on the exact scores."""
+    (vsql, vp), (fsql, fp) = scope_clause(q.prefix, "v.prefix"), q.flt
+    d = int(q.dims)
+    rsql, rp = _rerank(q)
+    sql = (
+        "WITH c AS MATERIALIZED (SELECT v.item_id FROM lmx_vectors v "
+        f"JOIN lmx_items i ON i.id = v.item_id WHERE {vsql} AND {q.live} AND {fsql} "
+        f"ORDER BY v.embedding_half::halfvec({d}) {DISTANCE_OPS[q.distance]} %s::halfvec({d}) "
+        f"LIMIT %s), {rsql}"
+        f"SELECT {ITEM_COLS}, r.score FROM r JOIN lmx_items i ON i.id = r.item_id "
+        "ORDER BY r.score DESC, i.id ASC LIMIT %s"
+    )
+    return sql, [*vp, *fp, q.qvec, n_candidates, *rp, need]
+
+
+def scope_size_query(prefix: str, cost_ratio: float, exact_below: int) -> tuple[str, list[Any]]:
+    """``(N, n, bound)``: the planner's estimate of all vectors, the vectors in
+    the scope counted up to ``bound`` (0 for the whole store) and the scope
+    size from which HNSW is cheaper than exact (see ``_vector_search``)."""
+    bound = "greatest(%s, ceil(sqrt(%s * greatest(c.reltuples, 0))))::bigint"
+    stats = "FROM pg_class c WHERE c.oid = 'lmx_vectors'::regclass"
+    if not prefix:
+        return f"SELECT c.reltuples, 0, {bound} {stats}", [exact_below, float(cost_ratio)]
+    rsql, rp = range_scope(prefix)
+    sql = (
+        f"WITH b AS (SELECT c.reltuples AS total, {bound} AS bound {stats}) "
+        "SELECT b.total, (SELECT count(*) FROM (SELECT 1 FROM lmx_vectors v "
+        f"WHERE {rsql} LIMIT (SELECT bound FROM b)) s), b.bound FROM b"
+    )
+    return sql, [exact_below, float(cost_ratio), *rp]
+
+
+def get_query(prefixes: list[str], keys: list[str], live: str) -> tuple[str, list[Any]]:
+    """Every get of a batch in one statement; rows carry the get's position (from 1)."""
+    sql = (
+        f"SELECT d.n, {ITEM_COLS} FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY "
+        'AS d(prefix, key, n) JOIN lmx_items i ON i.prefix = d.prefix COLLATE "C" '
+        f'AND i.key = d.key COLLATE "C" WHERE {live}'
+    )
+    return sql, [prefixes, keys]
