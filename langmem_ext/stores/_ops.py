@@ -3,6 +3,7 @@ texts to index, and the search op that carries a mode. Pure functions, no I/O.""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -126,7 +127,8 @@ def prepare_ops(
             )
         if isinstance(op, HybridSearchOp):
             check_namespace(op.namespace_prefix, allow_empty=True)
-            op = op._replace(namespace_prefix=tuple(op.namespace_prefix))
+            if type(op.namespace_prefix) is not tuple:
+                op = op._replace(namespace_prefix=tuple(op.namespace_prefix))
             if op.mode is not None and op.mode not in SEARCH_MODES:
                 raise InvalidValueError(
                     f"unknown search mode {op.mode!r}; use one of {', '.join(SEARCH_MODES)}"
@@ -141,7 +143,8 @@ def prepare_ops(
             op = _check_list_namespaces(op)
         else:
             check_namespace(op.namespace, allow_empty=isinstance(op, GetOp))
-            op = op._replace(namespace=tuple(op.namespace))
+            if type(op.namespace) is not tuple:
+                op = op._replace(namespace=tuple(op.namespace))
             if not isinstance(op.key, str) or not op.key:
                 raise InvalidValueError(f"key must be a non-empty string, got {op.key!r}")
         if isinstance(op, PutOp):
@@ -187,8 +190,16 @@ def check_namespace(namespace: Any, allow_empty: bool = False, wildcards: bool =
         )
     if not namespace and not allow_empty:
         raise InvalidNamespaceError("Namespace cannot be empty.")
+    if type(namespace) is tuple and all(type(label) is str for label in namespace):
+        _check_labels(namespace)  # the common case, cached: users repeat namespaces
+        return
+    _check_labels.__wrapped__(tuple(namespace))
+
+
+@functools.lru_cache(maxsize=4096)
+def _check_labels(namespace: tuple[Any, ...]) -> None:
     try:
-        _validate_labels(GetOp(tuple(namespace), "k"))
+        _validate_labels(GetOp(namespace, "k"))
     except LangGraphNamespaceError as e:
         raise InvalidNamespaceError(str(e)) from None
 

@@ -24,6 +24,7 @@ from langgraph.store.base import (
     Op,
     Result,
     SearchItem,
+    SearchOp,
     TTLConfig,
 )
 
@@ -54,7 +55,9 @@ __all__ = [
     "VectorIndexConfig",
     "check_conn",
     "check_pipeline",
+    "dedupe_reads",
     "pool_options",
+    "spread",
 ]
 
 logger = logging.getLogger("langmem_ext.stores.postgres")
@@ -230,7 +233,8 @@ class PostgresCore(HybridStore):
         results: list[Result] = [None] * plan.n
         live = _sql.live_clause(self._omit_expired())
         refresh: list[int] = []
-        gets = [(i, op) for i, op in plan.reads if isinstance(op, GetOp)]
+        reads = plan.reads
+        gets = [(i, op) for i, op in reads if isinstance(op, GetOp)]
         if gets:
             sql, params = _sql.get_query(
                 [encode_namespace(op.namespace) for _, op in gets], [op.key for _, op in gets], live
@@ -241,21 +245,44 @@ class PostgresCore(HybridStore):
                 results[i] = _item(row) if row else None
                 if row and op.refresh_ttl and row[6] is not None:
                     refresh.append(row[0])
-        others = [(i, op) for i, op in plan.reads if not isinstance(op, GetOp)]
-        convs = [
-            self._search_steps(op, plan.modes[i], qvecs, live)
+        # Every filter compiled once. Namespace listings (no query) of one
+        # filter shape run as one statement; every other search or namespace
+        # listing is a conversation of its own; all of them side by side.
+        ops = dict(reads)
+        flts = {
+            i: _sql.compile_filter(normalize_filter(op.filter))
+            for i, op in reads
             if isinstance(op, HybridSearchOp)
-            else self._list_steps(op, live)  # type: ignore[arg-type]
-            for i, op in others
+        }
+        listings: dict[str, list[int]] = {}
+        others: list[int] = []
+        for i, op in reads:
+            if isinstance(op, HybridSearchOp) and not op.query and op.namespace_prefix and op.limit:
+                fsql, fp = flts[i]
+                listings.setdefault(fsql + "".join(map(_sql.param_kind, fp)), []).append(i)
+            elif not isinstance(op, GetOp):
+                others.append(i)
+        groups = [g for g in listings.values() if len(g) > 1]
+        others += [g[0] for g in listings.values() if len(g) == 1]
+        convs = [
+            self._search_steps(ops[i], plan.modes[i], qvecs, live, flts[i])  # type: ignore[arg-type]
+            if i in flts
+            else self._list_steps(ops[i], live)  # type: ignore[arg-type]
+            for i in others
         ]
+        convs += [_listing_group_steps([(ops[i], flts[i]) for i in g], live) for g in groups]
         outs = yield from gather(convs)
-        for (i, op), out in zip(others, outs, strict=True):
-            if isinstance(op, HybridSearchOp):
-                results[i] = [_item(r, search=True) for r in out]
-                if op.refresh_ttl:
-                    refresh.extend(r[0] for r in out if r[6] is not None)
-            else:
+        done = dict(zip(others, outs, strict=False))
+        for g, out in zip(groups, outs[len(others) :], strict=True):
+            done.update(zip(g, out, strict=True))
+        for i, out in done.items():
+            op = ops[i]
+            if not isinstance(op, HybridSearchOp):
                 results[i] = out
+                continue
+            results[i] = [_item(r, search=True) for r in out]
+            if op.refresh_ttl:
+                refresh.extend(r[0] for r in out if r[6] is not None)
         if refresh:
             yield Exec(
                 "UPDATE lmx_items SET expires_at = now() + ttl_minutes * interval '1 minute' "
@@ -282,13 +309,17 @@ class PostgresCore(HybridStore):
         return _list_namespaces(op, [r[0] for r in rows])
 
     def _search_steps(
-        self, op: HybridSearchOp, mode: str, qvecs: dict[str, np.ndarray], live: str
+        self,
+        op: HybridSearchOp,
+        mode: str,
+        qvecs: dict[str, np.ndarray],
+        live: str,
+        flt: tuple[str, list[Any]],
     ) -> Steps:
         if op.limit == 0:
             return []
         prefix = encode_namespace(op.namespace_prefix)
         scope = _sql.scope_clause(prefix)
-        flt = _sql.compile_filter(normalize_filter(op.filter))
         if not op.query:
             sql, params = _sql.listing_query(scope, flt, live, op.limit, op.offset)
             return (yield Exec(sql, params, fetch=True))
@@ -443,6 +474,60 @@ class PostgresCore(HybridStore):
             ],
         )
         return None
+
+
+def dedupe_reads(ops: list[Any]) -> tuple[list[Any], list[int]]:
+    """Operations without repeated reads (a batch merged from concurrent calls
+    often asks the same thing many times) and, for each original position, the
+    position of its operation in the deduplicated list. Puts are all kept (the
+    batch applies the last one of a key). See :func:`spread`.
+
+    Example:
+        >>> from langgraph.store.base import GetOp
+        >>> dedupe_reads([GetOp(("a",), "k"), GetOp(("a",), "k")])
+        ([GetOp(namespace=('a',), key='k', refresh_ttl=True)], [0, 0])
+    """
+    unique: list[Any] = []
+    where: list[int] = []
+    seen: dict[Any, int] = {}
+    for op in ops:
+        key: Any = None
+        try:
+            if isinstance(op, SearchOp | HybridSearchOp):
+                key = (type(op), op._replace(filter=None), json.dumps(op.filter, sort_keys=True))
+            elif isinstance(op, GetOp | ListNamespacesOp):
+                key = op
+            j = seen.setdefault(key, len(unique)) if key is not None else len(unique)
+        except (TypeError, ValueError):  # unhashable or not JSON: never merged
+            j = len(unique)
+        if j == len(unique):
+            unique.append(op)
+        where.append(j)
+    return unique, where
+
+
+def spread(results: list[Any], where: list[int]) -> list[Any]:
+    """Results of :func:`dedupe_reads`' operations back in the original
+    positions; as in LangGraph's ``AsyncBatchedBaseStore``, repeats share the
+    items (each gets its own list)."""
+    out: list[Any] = []
+    used: set[int] = set()
+    for j in where:
+        r = results[j]
+        out.append(list(r) if isinstance(r, list) and j in used else r)
+        used.add(j)
+    return out
+
+
+def _listing_group_steps(group: list[tuple[Any, tuple[str, list[Any]]]], live: str) -> Steps:
+    entries = [
+        (encode_namespace(op.namespace_prefix), fp, op.limit, op.offset) for op, (_, fp) in group
+    ]
+    sql, params = _sql.listing_many(entries, group[0][1][0], live)
+    pages: list[list[Any]] = [[] for _ in group]
+    for row in (yield Exec(sql, params, fetch=True)):
+        pages[row[0] - 1].append(row[1:])
+    return pages
 
 
 def _item(row: Sequence[Any], search: bool = False) -> Item:

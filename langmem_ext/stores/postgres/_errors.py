@@ -92,6 +92,9 @@ def translate(e: psycopg.Error, where: str) -> LangmemError:
 def check_nul(what: str, value: Any) -> None:
     """PostgreSQL text and jsonb cannot hold the NUL character: refuse it before
     any SQL, naming where it was."""
+    # namespaces, the common case: one scan
+    if type(value) is tuple and all(type(v) is str for v in value) and "\x00" not in "".join(value):
+        return
     if isinstance(value, str):
         if "\x00" in value:
             raise InvalidValueError(

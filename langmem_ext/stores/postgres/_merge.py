@@ -53,7 +53,7 @@ def _retryable(e: BaseException) -> bool:
 class CallMerger:
     """Queue of ``(ops, future)`` calls, drained into merged ``run`` calls."""
 
-    def __init__(self, run: Run, max_batches: int = 4, max_ops: int = 2000) -> None:
+    def __init__(self, run: Run, max_batches: int = 2, max_ops: int = 20_000) -> None:
         self._run = run
         self.max_batches = max_batches
         self.max_ops = max_ops

@@ -14,6 +14,7 @@ order) and nothing else ever matches or raises a cast error.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, NamedTuple
 
@@ -30,7 +31,9 @@ __all__ = [
     "field_expr",
     "get_query",
     "hnsw_query",
+    "listing_many",
     "live_clause",
+    "param_kind",
     "range_scope",
     "scope_clause",
     "scope_size_query",
@@ -293,6 +296,57 @@ def listing_query(
         "ORDER BY i.updated_at DESC, i.id DESC LIMIT %s OFFSET %s"
     )
     return sql, [*sp, *fp, limit, offset]
+
+
+def param_kind(v: Any) -> str:
+    """The SQL type a filter parameter is passed as in :func:`listing_many`."""
+    if isinstance(v, Jsonb):
+        return "jsonb"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int | float):
+        return "numeric"
+    return "text"
+
+
+def _as_text(v: Any) -> str:
+    if isinstance(v, Jsonb):
+        return json.dumps(v.obj, ensure_ascii=False)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return repr(v) if isinstance(v, int | float) else str(v)
+
+
+def listing_many(
+    entries: list[tuple[str, list[Any], int, int]], fsql: str, live: str
+) -> tuple[str, list[Any]]:
+    """Several searches without a query, each in its own namespace and with
+    the same filter shape (``fsql``; parameters of the same kinds, see
+    :func:`param_kind`), as one statement: rows are ``(entry number from 1,
+    item columns…)``. Entries are ``(prefix, filter params, limit, offset)``
+    with non-empty prefixes. Each column is one array parameter, so the
+    statement text (and psycopg's parse of it) does not grow with the batch."""
+    kinds = [param_kind(v) for v in entries[0][1]]
+    cols = ["p", "lo", "hi", *(f"f{j}" for j in range(len(kinds))), "lim", "off"]
+    arrays: list[Any] = [
+        [e[0] for e in entries],
+        [e[0] + "." for e in entries],
+        [e[0] + "/" for e in entries],
+        *([_as_text(e[1][j]) for e in entries] for j in range(len(kinds))),
+        [e[2] for e in entries],
+        [e[3] for e in entries],
+    ]
+    types = ["text[]"] * (3 + len(kinds)) + ["bigint[]", "bigint[]"]
+    parts = fsql.split("%s")
+    flt = parts[0] + "".join(f"(d.f{j}::{kinds[j]}){rest}" for j, rest in enumerate(parts[1:]))
+    sql = (
+        f"SELECT d.n, x.* FROM unnest({', '.join(f'%s::{t}' for t in types)}) "
+        f"WITH ORDINALITY AS d({', '.join(cols)}, n) CROSS JOIN LATERAL ("
+        f"SELECT {ITEM_COLS}, NULL::float8 FROM lmx_items i WHERE (i.prefix = d.p OR "
+        f"(i.prefix >= d.lo AND i.prefix < d.hi)) AND {live} AND {flt} "
+        "ORDER BY i.updated_at DESC, i.id DESC LIMIT d.lim OFFSET d.off) x"
+    )
+    return sql, arrays
 
 
 def range_scope(prefix: str, col: str = "v.prefix") -> tuple[str, list[Any]]:

@@ -30,7 +30,9 @@ from ._core import (
     VectorIndexConfig,
     check_conn,
     check_pipeline,
+    dedupe_reads,
     pool_options,
+    spread,
 )
 from ._errors import one_line, translate
 from ._merge import CallMerger
@@ -127,9 +129,9 @@ class AsyncPostgresStore(PostgresCore):
         if self._conn is not None:
             slots = 1
         elif self._pool is not None:
-            slots = max(1, min(4, self._pool.max_size))
+            slots = max(1, min(2, self._pool.max_size))
         else:
-            slots = max(1, min(4, self._pool_config["max_size"]))
+            slots = max(1, min(2, self._pool_config["max_size"]))
         self._merger = CallMerger(self._abatch_now, max_batches=max_batches or slots)
         self._sweep_task: asyncio.Task[None] | None = None
         self._sweep_event: asyncio.Event | None = None
@@ -310,9 +312,11 @@ class AsyncPostgresStore(PostgresCore):
         return await self._merger.submit(list(ops))
 
     async def _abatch_now(self, ops: list[Op]) -> list[Result]:
-        plan = self._plan(ops)
+        unique, where = dedupe_reads(ops)
+        plan = self._plan(unique)
         doc_vecs, qvecs = await self._embed_async(plan)
-        return await self._run(self._batch_steps(plan, doc_vecs, qvecs), "a batch")  # type: ignore[no-any-return]
+        results = await self._run(self._batch_steps(plan, doc_vecs, qvecs), "a batch")
+        return spread(results, where)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Sync :meth:`abatch` for code that is not async (the same engine on a
