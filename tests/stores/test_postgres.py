@@ -218,7 +218,10 @@ def test_default_path_is_proven_exact_and_falls_back(dsn, vectors, monkeypatch):
     monkeypatch.setattr(_vector_search, "candidate_steps", counting)
     docs, queries, table = vectors
     index = {"dims": DIMS, "embed": lambda t: [table[x].tolist() for x in t], "fields": ["text"]}
-    with PostgresStore.from_conn_string(dsn, index={**index, "cache": False}) as store:
+    exact = {"kind": "exact"}
+    with PostgresStore.from_conn_string(
+        dsn, index={**index, "cache": False}, vector_index=exact
+    ) as store:
         ops = [
             PutOp(("user", f"u{i % 10}"), f"k{i}", {"text": f"doc {i}", "n": i})
             for i in range(len(docs))

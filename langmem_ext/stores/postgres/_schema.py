@@ -94,6 +94,17 @@ MIGRATIONS: list[list[str]] = [
         SET enable_bitmapscan = off SET enable_seqscan = off SET jit = off
         AS $$ SELECT v.item_id, v.embedding_half <=> q FROM lmx_vectors v
               ORDER BY 2 LIMIT k $$""",
+        # The planner's row estimate for the vectors of a namespace range
+        # (from the table's statistics): how the vector search chooses
+        # between its exact path and the HNSW index without counting rows.
+        """CREATE OR REPLACE FUNCTION lmx_scope_rows(lo text, hi text)
+        RETURNS double precision LANGUAGE plpgsql VOLATILE AS $$
+        DECLARE plan json;
+        BEGIN
+            EXECUTE format('EXPLAIN (FORMAT JSON) SELECT 1 FROM lmx_vectors '
+                           'WHERE prefix >= %L AND prefix < %L', lo, hi) INTO plan;
+            RETURN (plan -> 0 -> 'Plan' ->> 'Plan Rows')::double precision;
+        END $$""",
         # HNSW indexes of earlier releases indexed full-precision vectors; the
         # index is now built on the half-precision copy (half the memory and
         # I/O, candidates re-ranked in full precision), see hnsw_index_sql.

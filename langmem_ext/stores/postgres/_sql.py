@@ -34,9 +34,9 @@ __all__ = [
     "listing_many",
     "live_clause",
     "param_kind",
+    "plan_query",
     "range_scope",
     "scope_clause",
-    "scope_size_query",
     "score_expr",
     "search_query",
     "tsquery_text",
@@ -438,21 +438,21 @@ def hnsw_query(q: VectorQuery, n_candidates: int, need: int) -> tuple[str, list[
     return sql, [*vp, *fp, q.qvec, n_candidates, *rp, need]
 
 
-def scope_size_query(prefix: str, cost_ratio: float, exact_below: int) -> tuple[str, list[Any]]:
-    """``(N, n, bound)``: the planner's estimate of all vectors, the vectors in
-    the scope counted up to ``bound`` (0 for the whole store) and the scope
-    size from which HNSW is cheaper than exact (see ``_vector_search``)."""
-    bound = "greatest(%s, ceil(sqrt(%s * greatest(c.reltuples, 0))))::bigint"
-    stats = "FROM pg_class c WHERE c.oid = 'lmx_vectors'::regclass"
-    if not prefix:
-        return f"SELECT c.reltuples, 0, {bound} {stats}", [exact_below, float(cost_ratio)]
-    rsql, rp = range_scope(prefix)
-    sql = (
-        f"WITH b AS (SELECT c.reltuples AS total, {bound} AS bound {stats}) "
-        "SELECT b.total, (SELECT count(*) FROM (SELECT 1 FROM lmx_vectors v "
-        f"WHERE {rsql} LIMIT (SELECT bound FROM b)) s), b.bound FROM b"
+def plan_query(prefix: str, ef_search: int, max_scan_tuples: int) -> tuple[str, list[Any]]:
+    """``(N, n)``: the planner's estimates of all vectors and of the vectors in
+    the scope (``lmx_scope_rows``: the row estimate of a scan of the scope, from
+    the table's statistics, ~0.2 ms whatever the scope's size; ``N`` for the
+    whole store). Also sets the HNSW scan settings for the transaction, which
+    only HNSW index scans read."""
+    knobs = (
+        "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+        "set_config('hnsw.ef_search', %s, true), set_config('hnsw.max_scan_tuples', %s, true)"
     )
-    return sql, [exact_below, float(cost_ratio), *rp]
+    params: list[Any] = [str(int(ef_search)), str(int(max_scan_tuples))]
+    total = "greatest(c.reltuples, 0)::float8"
+    scope = "lmx_scope_rows(%s, %s)" if prefix else total
+    sql = f"SELECT {total}, {scope}, {knobs} FROM pg_class c WHERE c.oid = 'lmx_vectors'::regclass"
+    return sql, ([prefix, prefix + "/"] if prefix else []) + params
 
 
 def get_query(prefixes: list[str], keys: list[str], live: str) -> tuple[str, list[Any]]:

@@ -17,21 +17,23 @@ query runs:
 * so if the page's last item scores above that bound (or the candidates are
   every vector of the scope), no outside item can be on the page.
 
-Its cost grows with the scope (about 1 µs per vector here).
+Its cost grows with the scope (``a`` ≈ 0.6 µs per vector here).
 
 **Approximate**, :func:`hnsw_steps`: pgvector's HNSW index over the
 half-precision vectors, walked with an iterative scan (pgvector 0.8) that
 applies the namespace, TTL and filters as it goes, so they never shorten the
 page; its ``C`` candidates are re-ranked in full precision. Its cost grows
-with ``ef_search / s`` where ``s`` is the fraction of vectors in the scope.
+with ``C / s``, ``s`` the fraction of the store's vectors in the scope (and
+passing the filter): about ``b·C·N/n`` (``b`` ≈ 28 µs here).
 
-**The choice** (:func:`vector_steps`): with ``N`` vectors in the store, exact
-costs ``a·n`` for a scope of ``n`` vectors, HNSW about ``b·ef·N/n``; exact is
-cheaper while ``n < sqrt(cost_ratio · N)`` with ``cost_ratio = b·ef/a``
-(measured: see ``docs/postgres.md``), and never below ``exact_below``. ``n``
-is counted (up to that bound, from the covering index), ``N`` is the
-planner's row estimate. When a filter passes so few rows that the iterative
-scan ends (``max_scan_tuples``) before filling the page, the exact path runs.
+**The choice** (:func:`vector_steps`), per query: exact is cheaper while
+``a·n < b·C·N/n``, that is ``n < sqrt(cost_ratio · C · N)`` with
+``cost_ratio = b/a`` (45, measured: ``docs/postgres.md``); scopes of at most
+``exact_below`` vectors are always exact. ``n`` and ``N`` are the planner's
+row estimates from the table statistics (``lmx_scope_rows``), so choosing
+costs one short statement whatever the scope's size. When a filter passes so
+few rows that the iterative scan ends (``max_scan_tuples``) before filling
+the page, the exact path answers.
 """
 
 from __future__ import annotations
@@ -84,13 +86,18 @@ class VectorIndexConfig(TypedDict, total=False):
     ef_construction: int
     """HNSW build candidate list (64)."""
     ef_search: int
-    """HNSW query candidate list, ``hnsw.ef_search`` (100)."""
+    """HNSW query candidate list, ``hnsw.ef_search`` (150)."""
+    candidates: int
+    """Candidates taken from the HNSW scan and re-ranked in full precision (40)."""
+    filtered_candidates: int
+    """Candidates when a filter applies (60): an iterative scan returns them in
+    a looser order, so more are needed for the same recall."""
     max_scan_tuples: int
     """``hnsw.max_scan_tuples``: how far an iterative scan may go before the
     exact path answers instead (20000)."""
     cost_ratio: float
-    """Measured cost of an HNSW query relative to an exact scan of one vector
-    (``b·ef/a`` in the module docs); larger keeps more scopes exact (5000)."""
+    """Measured cost of one HNSW candidate relative to the exact scan of one
+    vector (``b/a`` in the module docs); larger keeps more scopes exact (45)."""
     exact_below: int
     """Scopes of at most this many vectors are always exact (2000)."""
 
@@ -98,9 +105,11 @@ class VectorIndexConfig(TypedDict, total=False):
 _DEFAULTS: dict[str, Any] = {
     "m": 16,
     "ef_construction": 64,
-    "ef_search": 100,
+    "ef_search": 150,
+    "candidates": 40,
+    "filtered_candidates": 60,
     "max_scan_tuples": 20000,
-    "cost_ratio": 5000.0,
+    "cost_ratio": 45.0,
     "exact_below": 2000,
 }
 
@@ -141,7 +150,15 @@ def resolve_vector_index(
             f"{dims}; use vector_index={{'kind': 'exact'}}"
         )
     out = {**_DEFAULTS, **vi, "kind": kind if dims else "exact"}
-    for key in ("m", "ef_construction", "ef_search", "max_scan_tuples", "exact_below"):
+    for key in (
+        "m",
+        "ef_construction",
+        "ef_search",
+        "candidates",
+        "filtered_candidates",
+        "max_scan_tuples",
+        "exact_below",
+    ):
         v = out[key]
         if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
             raise ConfigurationError(f"vector_index[{key!r}] must be a positive int, got {v!r}")
@@ -179,25 +196,37 @@ def _from_langgraph(ann: Mapping[str, Any]) -> dict[str, Any]:
 def vector_steps(q: VectorQuery, op: HybridSearchOp, vi: dict[str, Any]) -> Steps:
     """The page for a ``mode="vector"`` query, or ``None``: then the caller
     runs the exact query (always correct, cost proportional to the scope)."""
-    if vi["kind"] == "hnsw":
-        sql, params = _sql.scope_size_query(q.prefix, vi["cost_ratio"], vi["exact_below"])
-        total, n, bound = (yield Exec(sql, params, fetch=True))[0]
-        if max(n, total if not q.prefix else 0) >= bound:
-            page = yield from hnsw_steps(q, op, vi)
-            if page is not None:
-                return page
-    # The half-precision bound of the candidate path is a cosine bound.
-    if vi["scan_index"] and q.distance == "cosine":
+    need = op.offset + op.limit
+    n_cand = candidates(vi, need, bool(q.flt[1]))
+    ef = max(n_cand, vi["ef_search"])
+    row = (yield Exec(*_sql.plan_query(q.prefix, ef, vi["max_scan_tuples"]), True))[0]
+    total, n = row[0], row[1]
+    bound = exact_bound(total, vi["cost_ratio"] * n_cand, vi["exact_below"])
+    if vi["kind"] == "hnsw" and n >= bound:
+        page = yield from hnsw_steps(q, op, n_cand)
+        if page is not None:
+            return page
+    # The half-precision bound of the candidate path is a cosine bound; tiny
+    # scopes are cheaper to rank outright.
+    if vi["scan_index"] and q.distance == "cosine" and n > MIN_CANDIDATES:
         return (yield from candidate_steps(q, op))
     return None
+
+
+def candidates(vi: dict[str, Any], need: int, filtered: bool) -> int:
+    """HNSW candidates re-ranked for a page of ``need`` items: ``candidates``
+    (``filtered_candidates`` when a filter thins the scan out: its order is
+    looser), at least twice the page."""
+    base = vi["filtered_candidates"] if filtered else vi["candidates"]
+    return max(int(base), 2 * need)
 
 
 def exact_bound(total: float, cost_ratio: float, exact_below: int) -> int:
     """Scopes below this many vectors are searched exactly (see module docs).
 
     Example:
-        >>> exact_bound(1_000_000, 5000, 2000)
-        70711
+        >>> exact_bound(1_000_000, 45 * 40, 2000)
+        42427
     """
     return max(exact_below, math.ceil(math.sqrt(cost_ratio * max(total, 0.0))))
 
@@ -222,18 +251,13 @@ def candidate_steps(q: VectorQuery, op: HybridSearchOp) -> Steps:
     return None
 
 
-def hnsw_steps(q: VectorQuery, op: HybridSearchOp, vi: dict[str, Any]) -> Steps:
+def hnsw_steps(q: VectorQuery, op: HybridSearchOp, n_cand: int) -> Steps:
     """Walk the HNSW index with an iterative scan (namespace, TTL and filter
-    applied during the scan), re-rank the candidates in full precision.
-    ``None`` when fewer items than the page were found (a selective filter
-    ended the scan at ``max_scan_tuples``): the exact path answers."""
+    applied during the scan; settings from :func:`vector_steps`' first
+    statement), re-rank the candidates in full precision. ``None`` when fewer
+    items than the page were found (a selective filter ended the scan at
+    ``max_scan_tuples``): the exact path answers."""
     need = op.offset + op.limit
-    n_cand = max(int(vi["ef_search"]), 2 * need)
-    yield Exec(
-        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-        "set_config('hnsw.ef_search', %s, true), set_config('hnsw.max_scan_tuples', %s, true)",
-        [str(n_cand), str(int(vi["max_scan_tuples"]))],
-    )
     rows = yield Exec(*_sql.hnsw_query(q, n_cand, need), fetch=True)
     if len(rows) < need:
         return None
