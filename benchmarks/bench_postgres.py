@@ -143,18 +143,20 @@ def _measure(store: Any, name: str, truth: list[set[str]], ours: bool) -> dict[s
         kw["mode"] = "vector"
     for j in range(3):  # warm caches and plans
         store.search(spec["prefix"], query=f"query {j}", **kw)
-    lat, recall = [], []
+    lat, recall, counts = [], [], []
     for j in range(N_QUERIES):
         t = time.perf_counter()
         got = store.search(spec["prefix"], query=f"query {j}", **kw)
         lat.append((time.perf_counter() - t) * 1000)
         expected = truth[j]
         recall.append(len(expected & {r.key for r in got}) / len(expected))
+        counts.append(len(got))
     lat.sort()
     return {
         "median_ms": round(statistics.median(lat), 2),
         "p95_ms": round(lat[int(0.95 * (len(lat) - 1))], 2),
         "recall@10": round(float(np.mean(recall)), 4),
+        "avg_results": round(float(np.mean(counts)), 2),
     }
 
 
@@ -234,14 +236,20 @@ def _load_langgraph(dsn: str, docs: np.ndarray) -> float:
         return round(time.perf_counter() - t, 1)
 
 
+def _drop(server: EmbeddedPostgres, dsn: str) -> None:
+    name = psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
 def run_search(
     server: EmbeddedPostgres, sizes: list[int], kinds: list[str], args: Any
 ) -> list[dict]:
     from langgraph.store.postgres import PostgresStore as LangGraphPostgresStore
 
     results = []
-    for kind in kinds:
-        for n in sizes:
+    for n in sizes:
+        for kind in kinds:
             docs, queries = make_vectors(kind, n, N_QUERIES)
             table = {"docs": docs, "queries": queries}
 
@@ -254,16 +262,22 @@ def run_search(
             truth = {name: _truth(docs, queries, masks[name]) for name in QUERIES}
             index = {"dims": DIMS, "embed": embed, "fields": ["text"], "cache": False}
             print(f"{kind} n={n}", flush=True)
-            dsn = server.fresh_database()
-            with PostgresStore.from_conn_string(dsn, index=index) as ours:
-                rate, build = _load_ours(ours, dsn, docs, args.measure_puts)
-                _vacuum(dsn)
-                row = {"store": "langmem_ext", "kind": kind, "n": n, "put_per_s": rate}
-                row["hnsw_build_s"] = build
-                for name in QUERIES:
-                    row[name] = _measure(ours, name, truth[name], ours=True)
-                print(f"  {row}", flush=True)
-                results.append(row)
+            for variant in args.variants.split(","):
+                dsn = server.fresh_database()
+                vi = {"kind": "exact"} if variant == "exact" else None
+                with PostgresStore.from_conn_string(dsn, index=index, vector_index=vi) as ours:
+                    rate, build = _load_ours(ours, dsn, docs, args.measure_puts)
+                    _vacuum(dsn)
+                    name = "langmem_ext" + ("" if variant == "hnsw" else f" {variant}")
+                    row = {"store": name, "kind": kind, "n": n, "put_per_s": rate}
+                    row["hnsw_build_s"] = build
+                    for q in QUERIES:
+                        row[q] = _measure(ours, q, truth[q], ours=True)
+                    print(f"  {row}", flush=True)
+                    results.append(row)
+                last = (n, kind, variant) == (sizes[-1], kinds[-1], "hnsw")
+                if not (last and args.keep):
+                    _drop(server, dsn)  # a 1M-item database takes ~4 GB
             if n > args.lg_max:
                 continue
             dsn = server.fresh_database()
@@ -278,16 +292,17 @@ def run_search(
                     row[name] = _measure(lg, name, truth[name], ours=False)
                 print(f"  {row}", flush=True)
                 results.append(row)
+            _drop(server, dsn)
     return results
 
 
 def search_table(results: list[dict]) -> str:
-    head = f"{'store':<12}{'vectors':<10}{'n':>9}{'put/s':>7}"
+    head = f"{'store':<18}{'vectors':<10}{'n':>9}{'put/s':>7}"
     for name in QUERIES:
         head += f"{name + ' ms':>13}{'R@10':>7}"
     lines = [head, "-" * len(head)]
     for r in results:
-        line = f"{r['store']:<12}{r['kind']:<10}{r['n']:>9}{r['put_per_s'] or '-':>7}"
+        line = f"{r['store']:<18}{r['kind']:<10}{r['n']:>9}{r['put_per_s'] or '-':>7}"
         for name in QUERIES:
             line += f"{r[name]['median_ms']:>13}{r[name]['recall@10']:>7}"
         lines.append(line)
@@ -371,6 +386,10 @@ def main() -> None:
     s.add_argument("--measure-puts", type=int, default=20_000, help="items put through batch()")
     c = sub.add_parser("concurrency", help="concurrent async calls")
     c.add_argument("--calls", type=int, default=60_000)
+    s.add_argument("--variants", default="hnsw,exact", help="our store's vector_index kinds to run")
+    s.add_argument(
+        "--keep", action="store_true", help="leave the server and the last database running"
+    )
     for p in (s, c):
         p.add_argument("--out", default=None, help="write the results as JSON here")
     args = ap.parse_args()
@@ -386,7 +405,10 @@ def main() -> None:
             results = asyncio.run(_concurrency(server, args.calls))
             table = concurrency_table(results)
     finally:
-        server.stop()
+        if getattr(args, "keep", False):
+            print(f"server kept: {server.latest_database} (pgdata {server.pgdata})")
+        else:
+            server.stop()
     print()
     print(table)
     wall = time.perf_counter() - started
