@@ -272,3 +272,62 @@ def test_default_path_is_proven_exact_and_falls_back(dsn, vectors, monkeypatch):
                 )
                 assert [r.key for r in got] == expected
                 assert served.pop() is proven
+
+
+@pytest.mark.parametrize("distance", ["cosine", "inner_product", "l2"])
+def test_langgraph_index_keys_and_distances(dsn, distance):
+    """LangGraph's index config as is: no dims (probed once), text_fields,
+    distance_type scored as LangGraph scores it, ann_index_config."""
+    from tests.embeddings import WordEmbeddings
+
+    emb = WordEmbeddings(16)
+    index = {
+        "embed": emb,
+        "text_fields": ["text"],
+        "distance_type": distance,
+        "ann_index_config": {"kind": "hnsw", "vector_type": "halfvec", "m": 8},
+    }
+    with PostgresStore.from_conn_string(dsn, index=index, search_mode="vector") as store:
+        assert store.index_config["dims"] == 16 and store.vector_index["m"] == 8
+        store.put(("d",), "a", {"text": "red apple pie", "other": "zzz"})
+        store.put(("d",), "b", {"text": "blue car", "other": "red apple pie"})
+        got = store.search(("d",), query="red apple")
+        q = np.asarray(emb._embed("red apple"))
+        docs = {
+            k: np.asarray(emb._embed(t)) for k, t in [("a", "red apple pie"), ("b", "blue car")]
+        }
+        expected = {
+            "cosine": lambda v: float(q @ v / np.linalg.norm(q) / np.linalg.norm(v)),
+            "inner_product": lambda v: float(q @ v),
+            "l2": lambda v: -float(np.linalg.norm(q - v)),
+        }[distance]
+        assert [r.key for r in got] == ["a", "b"]
+        assert [r.score for r in got] == pytest.approx(
+            [expected(docs["a"]), expected(docs["b"])], abs=1e-5
+        )
+        with psycopg.connect(dsn) as conn:
+            names = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
+                    "AND indexname LIKE 'lmx_vectors_hnsw%'"
+                )
+            ]
+        ops = {"cosine": "cosine", "inner_product": "ip", "l2": "l2"}[distance]
+        assert names == [f"lmx_vectors_hnsw_half_{ops}_16_8_64"]
+
+
+def test_flat_ann_index_config_means_exact(dsn):
+    index = {
+        "dims": 4,
+        "embed": lambda t: [[1.0, 0, 0, 0]] * len(t),
+        "ann_index_config": {"kind": "flat"},
+    }
+    with PostgresStore.from_conn_string(dsn, index=index) as store:
+        assert store.vector_index["kind"] == "exact"
+        with psycopg.connect(dsn) as conn:
+            rows = conn.execute(
+                "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() "
+                "AND indexname LIKE 'lmx_vectors_hnsw%'"
+            )
+            assert rows.fetchall() == []
