@@ -27,7 +27,7 @@ from langmem_ext.stores.postgres import AsyncPostgresStore, PostgresStore
 from langmem_ext.stores.postgres._schema import MIGRATIONS
 from langmem_ext.stores.sqlite.schema import MIGRATIONS as SQLITE_MIGRATIONS
 
-_STATEMENTS = [stmt for version in MIGRATIONS for stmt in version]
+_STATEMENTS = tuple(stmt for version in MIGRATIONS for stmt in version)
 # LangGraph's TTL tests backdate rows through ``_cursor()`` in LangGraph's
 # ``store`` table; this updatable view maps those columns onto ours, so the
 # tests check our TTL behaviour instead of failing on a missing table.
@@ -72,7 +72,7 @@ class VectorAsyncPostgresStore(AsyncPostgresStore):
 class VectorSQLiteStore(SQLiteStore):
     """LangGraph's ``InMemoryStore(index=...)`` and ``SqliteStore(conn)``."""
 
-    MIGRATIONS = [stmt for version in SQLITE_MIGRATIONS for stmt in version]
+    MIGRATIONS = tuple(stmt for version in SQLITE_MIGRATIONS for stmt in version)
 
     def __init__(self, conn: Any = ":memory:", **kwargs: Any) -> None:
         super().__init__(conn, **_vector_mode(kwargs))
