@@ -11,7 +11,7 @@ MODULES = [
     "langmem_ext.stores.postgres._errors",
     "langmem_ext.stores.postgres._merge",
     "langmem_ext.stores.postgres._steps",
-    "langmem_ext.stores.postgres._core",
+    "langmem_ext.stores.postgres._config",
     "langmem_ext.stores.postgres._vector_search",
 ]
 

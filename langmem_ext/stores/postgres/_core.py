@@ -9,14 +9,12 @@ neither contains SQL or decoding logic.
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
-import psycopg_pool
 from langgraph.store.base import (
     GetOp,
     Item,
@@ -24,7 +22,6 @@ from langgraph.store.base import (
     Op,
     Result,
     SearchItem,
-    SearchOp,
     TTLConfig,
 )
 
@@ -53,66 +50,9 @@ __all__ = [
     "PostgresCore",
     "Steps",
     "VectorIndexConfig",
-    "check_conn",
-    "check_pipeline",
-    "dedupe_reads",
-    "pool_options",
-    "spread",
 ]
 
 logger = logging.getLogger("langmem_ext.stores.postgres")
-
-
-_POOL_OPTIONS = frozenset(inspect.signature(psycopg_pool.ConnectionPool.__init__).parameters) - {
-    "self",
-    "conninfo",
-    "open",
-    "configure",
-    "args",
-}
-
-
-def pool_options(pool_config: Any) -> dict[str, Any]:
-    """``pool_config`` (LangGraph's ``PoolConfig`` or any ``psycopg_pool``
-    option) checked, with this store's defaults: 1 to 10 connections, 30 s
-    timeout, autocommit connections."""
-    if pool_config is None:
-        pool_config = {}
-    if not isinstance(pool_config, Mapping):
-        raise ConfigurationError(
-            f"pool_config must be a dict such as {{'max_size': 10}}, got {pool_config!r}"
-        )
-    unknown = set(pool_config) - _POOL_OPTIONS
-    if unknown:
-        raise ConfigurationError(
-            f"unknown pool_config keys {sorted(unknown)}; psycopg_pool accepts "
-            f"{sorted(_POOL_OPTIONS)}"
-        )
-    pc = dict(pool_config)
-    kwargs = pc.pop("kwargs", None) or {}
-    if not isinstance(kwargs, Mapping):
-        raise ConfigurationError(f"pool_config['kwargs'] must be a dict, got {kwargs!r}")
-    # LangGraph's max_size=None ("no limit") would mean min_size in psycopg_pool.
-    if pc.get("max_size") is None:
-        pc["max_size"] = 10
-    pc.setdefault("min_size", 1)
-    pc.setdefault("timeout", 30.0)
-    pc["max_size"] = max(pc["max_size"], pc["min_size"])
-    return {**pc, "kwargs": {"autocommit": True, **kwargs}}
-
-
-def check_conn(conn: Any, kinds: tuple[type, ...]) -> None:
-    if not isinstance(conn, kinds):
-        names = ", ".join(f"{k.__module__.split('.')[0]}.{k.__name__}" for k in kinds[1:])
-        raise ConfigurationError(
-            f"conn must be a connection string or a {names}, got {type(conn).__name__}"
-        )
-
-
-def check_pipeline(pipeline: Any) -> bool:
-    if not isinstance(pipeline, bool):
-        raise ConfigurationError(f"pipeline must be True or False, got {pipeline!r}")
-    return pipeline
 
 
 class PostgresCore(HybridStore):
@@ -474,49 +414,6 @@ class PostgresCore(HybridStore):
             ],
         )
         return None
-
-
-def dedupe_reads(ops: list[Any]) -> tuple[list[Any], list[int]]:
-    """Operations without repeated reads (a batch merged from concurrent calls
-    often asks the same thing many times) and, for each original position, the
-    position of its operation in the deduplicated list. Puts are all kept (the
-    batch applies the last one of a key). See :func:`spread`.
-
-    Example:
-        >>> from langgraph.store.base import GetOp
-        >>> dedupe_reads([GetOp(("a",), "k"), GetOp(("a",), "k")])
-        ([GetOp(namespace=('a',), key='k', refresh_ttl=True)], [0, 0])
-    """
-    unique: list[Any] = []
-    where: list[int] = []
-    seen: dict[Any, int] = {}
-    for op in ops:
-        key: Any = None
-        try:
-            if isinstance(op, SearchOp | HybridSearchOp):
-                key = (type(op), op._replace(filter=None), json.dumps(op.filter, sort_keys=True))
-            elif isinstance(op, GetOp | ListNamespacesOp):
-                key = op
-            j = seen.setdefault(key, len(unique)) if key is not None else len(unique)
-        except (TypeError, ValueError):  # unhashable or not JSON: never merged
-            j = len(unique)
-        if j == len(unique):
-            unique.append(op)
-        where.append(j)
-    return unique, where
-
-
-def spread(results: list[Any], where: list[int]) -> list[Any]:
-    """Results of :func:`dedupe_reads`' operations back in the original
-    positions; as in LangGraph's ``AsyncBatchedBaseStore``, repeats share the
-    items (each gets its own list)."""
-    out: list[Any] = []
-    used: set[int] = set()
-    for j in where:
-        r = results[j]
-        out.append(list(r) if isinstance(r, list) and j in used else r)
-        used.add(j)
-    return out
 
 
 def _listing_group_steps(group: list[tuple[Any, tuple[str, list[Any]]]], live: str) -> Steps:

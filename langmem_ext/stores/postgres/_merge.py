@@ -30,14 +30,18 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ...errors import LangmemError
+from langgraph.store.base import GetOp, ListNamespacesOp, SearchOp
 
-__all__ = ["CallMerger"]
+from ...errors import LangmemError
+from .._ops import HybridSearchOp
+
+__all__ = ["CallMerger", "dedupe_reads", "spread"]
 
 logger = logging.getLogger("langmem_ext.stores.postgres")
 
@@ -142,3 +146,46 @@ class CallMerger:
             return
         if not fut.done():
             fut.set_result(result)
+
+
+def dedupe_reads(ops: list[Any]) -> tuple[list[Any], list[int]]:
+    """Operations without repeated reads (a batch merged from concurrent calls
+    often asks the same thing many times) and, for each original position, the
+    position of its operation in the deduplicated list. Puts are all kept (the
+    batch applies the last one of a key). See :func:`spread`.
+
+    Example:
+        >>> from langgraph.store.base import GetOp
+        >>> dedupe_reads([GetOp(("a",), "k"), GetOp(("a",), "k")])
+        ([GetOp(namespace=('a',), key='k', refresh_ttl=True)], [0, 0])
+    """
+    unique: list[Any] = []
+    where: list[int] = []
+    seen: dict[Any, int] = {}
+    for op in ops:
+        key: Any = None
+        try:
+            if isinstance(op, SearchOp | HybridSearchOp):
+                key = (type(op), op._replace(filter=None), json.dumps(op.filter, sort_keys=True))
+            elif isinstance(op, GetOp | ListNamespacesOp):
+                key = op
+            j = seen.setdefault(key, len(unique)) if key is not None else len(unique)
+        except (TypeError, ValueError):  # unhashable or not JSON: never merged
+            j = len(unique)
+        if j == len(unique):
+            unique.append(op)
+        where.append(j)
+    return unique, where
+
+
+def spread(results: list[Any], where: list[int]) -> list[Any]:
+    """Results of :func:`dedupe_reads`' operations back in the original
+    positions; as in LangGraph's ``AsyncBatchedBaseStore``, repeats share the
+    items (each gets its own list)."""
+    out: list[Any] = []
+    used: set[int] = set()
+    for j in where:
+        r = results[j]
+        out.append(list(r) if isinstance(r, list) and j in used else r)
+        used.add(j)
+    return out

@@ -20,15 +20,13 @@ from ...errors import StoreError
 from .._ops import SearchMode
 from ..embeddings import IndexInput
 from ._adapt import adapt, dumper_for
+from ._config import check_conn, check_pipeline, pool_options
 from ._core import (
     Copy,
     Many,
     PostgresCore,
     Steps,
     VectorIndexConfig,
-    check_conn,
-    check_pipeline,
-    pool_options,
 )
 from ._errors import one_line, translate
 

@@ -22,20 +22,16 @@ from ...errors import InvalidValueError, StoreError
 from .._ops import SearchMode
 from ..embeddings import IndexInput
 from ._adapt import adapt, dumper_for
+from ._config import check_conn, check_pipeline, pool_options
 from ._core import (
     Copy,
     Many,
     PostgresCore,
     Steps,
     VectorIndexConfig,
-    check_conn,
-    check_pipeline,
-    dedupe_reads,
-    pool_options,
-    spread,
 )
 from ._errors import one_line, translate
-from ._merge import CallMerger
+from ._merge import CallMerger, dedupe_reads, spread
 from .store import PIPELINE, PoolConfig, drive
 
 __all__ = ["AsyncPostgresStore"]
