@@ -213,6 +213,9 @@ def test_full_exact_recall_inside_a_namespace(dsn, vectors, vector_index, monkey
         assert hits / (10 * len(queries)) >= 0.95
         # HNSW served exactly the whole-store queries, never the namespace ones.
         assert walked == ([True] * len(queries) if vector_index["kind"] == "hnsw" else [])
+        # A deep page: 1020 candidates, beyond hnsw.ef_search's maximum of 1000.
+        deep = store.search(("user",), query="query 0", offset=500, limit=10, mode="vector")
+        assert len(deep) == 10
 
 
 def test_default_path_is_proven_exact_and_falls_back(dsn, vectors, monkeypatch):

@@ -198,7 +198,8 @@ def vector_steps(q: VectorQuery, op: HybridSearchOp, vi: dict[str, Any]) -> Step
     runs the exact query (always correct, cost proportional to the scope)."""
     need = op.offset + op.limit
     n_cand = candidates(vi, need, bool(q.flt[1]))
-    ef = max(n_cand, vi["ef_search"])
+    # hnsw.ef_search stops at 1000; deeper pages continue by the iterative scan.
+    ef = min(1000, max(n_cand, vi["ef_search"]))
     row = (yield Exec(*_sql.plan_query(q.prefix, ef, vi["max_scan_tuples"]), True))[0]
     total, n = row[0], row[1]
     bound = exact_bound(total, vi["cost_ratio"] * n_cand, vi["exact_below"])
