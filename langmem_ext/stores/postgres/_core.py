@@ -262,7 +262,7 @@ class PostgresCore(HybridStore):
         scope = _sql.scope_clause(prefix)
         if not op.query:
             sql, params = _sql.listing_query(scope, flt, live, op.limit, op.offset)
-            return (yield Exec(sql, params, fetch=True))
+            return (yield Exec(sql, params, fetch=True, prepare=False))
         qvec = qvecs.get(op.query)
         if mode == "vector" and qvec is not None and self._dims:
             q = _sql.VectorQuery(prefix, flt, live, qvec, self._dims, self.distance_type)
@@ -287,7 +287,7 @@ class PostgresCore(HybridStore):
             dims=self._dims,
             distance=self.distance_type,
         )
-        return (yield Exec(sql, params, fetch=True))
+        return (yield Exec(sql, params, fetch=True, prepare=False))
 
     def _put_steps(self, puts: list[PreparedPut], doc_vecs: np.ndarray | None) -> Steps:
         # Sorted so concurrent batches lock rows in the same order (no deadlock).
@@ -422,7 +422,7 @@ def _listing_group_steps(group: list[tuple[Any, tuple[str, list[Any]]]], live: s
     ]
     sql, params = _sql.listing_many(entries, group[0][1][0], live)
     pages: list[list[Any]] = [[] for _ in group]
-    for row in (yield Exec(sql, params, fetch=True)):
+    for row in (yield Exec(sql, params, fetch=True, prepare=False)):
         pages[row[0] - 1].append(row[1:])
     return pages
 

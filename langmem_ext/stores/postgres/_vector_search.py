@@ -239,7 +239,7 @@ def candidate_steps(q: VectorQuery, op: HybridSearchOp) -> Steps:
     n_cand = max(MIN_CANDIDATES, 4 * need)
     for _ in range(2):
         sql, params = _sql.candidate_query(q, n_cand, need)
-        rows = yield Exec(sql, params, fetch=True)
+        rows = yield Exec(sql, params, fetch=True, prepare=False)
         if rows:
             n_found, t = rows[0][-2], rows[0][-1]
             exhausted = n_found < n_cand
@@ -259,7 +259,7 @@ def hnsw_steps(q: VectorQuery, op: HybridSearchOp, n_cand: int) -> Steps:
     items than the page were found (a selective filter ended the scan at
     ``max_scan_tuples``): the exact path answers."""
     need = op.offset + op.limit
-    rows = yield Exec(*_sql.hnsw_query(q, n_cand, need), fetch=True)
+    rows = yield Exec(*_sql.hnsw_query(q, n_cand, need), fetch=True, prepare=False)
     if len(rows) < need:
         return None
     return rows[op.offset : need]

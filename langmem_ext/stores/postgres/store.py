@@ -55,7 +55,7 @@ def drive(steps: Steps, conn: psycopg.Connection[Any]) -> Any:
                 elif isinstance(step, Many):
                     out = _many(conn, step)
                 else:
-                    cur.execute(step.sql, step.params)
+                    cur.execute(step.sql, step.params, prepare=step.prepare)
                     out = cur.fetchall() if step.fetch else None
                 step = steps.send(out)
         except StopIteration as stop:
@@ -68,7 +68,7 @@ def _many(conn: psycopg.Connection[Any], many: Many) -> list[Any]:
     with conn.pipeline() if len(many.steps) > 1 and PIPELINE else contextlib.nullcontext():
         curs = [conn.cursor() for _ in many.steps]
         for cur, step in zip(curs, many.steps, strict=True):
-            cur.execute(step.sql, step.params)
+            cur.execute(step.sql, step.params, prepare=step.prepare)
         return [cur.fetchall() if s.fetch else None for cur, s in zip(curs, many.steps)]
 
 

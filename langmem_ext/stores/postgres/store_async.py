@@ -54,7 +54,7 @@ async def adrive(steps: Steps, conn: psycopg.AsyncConnection[Any]) -> Any:
                 elif isinstance(step, Many):
                     out = await _amany(conn, step)
                 else:
-                    await cur.execute(step.sql, step.params)
+                    await cur.execute(step.sql, step.params, prepare=step.prepare)
                     out = await cur.fetchall() if step.fetch else None
                 step = steps.send(out)
         except StopIteration as stop:
@@ -66,7 +66,7 @@ async def _amany(conn: psycopg.AsyncConnection[Any], many: Many) -> list[Any]:
     async with pipe:  # type: ignore[attr-defined]
         curs = [conn.cursor() for _ in many.steps]
         for cur, step in zip(curs, many.steps, strict=True):
-            await cur.execute(step.sql, step.params)
+            await cur.execute(step.sql, step.params, prepare=step.prepare)
         return [await cur.fetchall() if s.fetch else None for cur, s in zip(curs, many.steps)]
 
 
