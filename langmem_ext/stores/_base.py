@@ -24,7 +24,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from langgraph.store.base import BaseStore, Op, SearchItem, TTLConfig
+from langgraph.store.base import BaseStore, Op, SearchItem, TTLConfig, ensure_embeddings
 
 from .._langgraph import ensure_refresh
 from ..errors import ConfigurationError
@@ -41,7 +41,7 @@ from ._ops import (
 )
 from .embeddings import IndexInput, resolve_index
 
-__all__ = ["BatchPlan", "HybridStore", "supports_hybrid"]
+__all__ = ["BatchPlan", "HybridStore", "langgraph_index", "supports_hybrid"]
 
 logger = logging.getLogger("langmem_ext.stores")
 
@@ -81,6 +81,65 @@ def check_ttl_config(ttl: Any) -> TTLConfig | None:
         if not isinstance(ttl.get(key, True), bool):
             raise ConfigurationError(f"ttl[{key!r}] must be True or False, got {ttl[key]!r}")
     return ttl  # type: ignore[return-value]
+
+
+DISTANCE_TYPES = ("cosine", "inner_product", "l2")
+
+
+def langgraph_index(index: Any) -> tuple[Any, dict[str, Any] | None, str]:
+    """LangGraph's own ``index`` keys, accepted as they are: ``text_fields``
+    (``SqliteStore``'s name for ``fields``), ``distance_type`` and
+    ``ann_index_config`` (``PostgresStore``'s; returned for the backend to
+    map). Without ``dims``, a non-local embedder is asked once for a vector to
+    learn its length.
+
+    Returns the config for :func:`resolve_index`, the ``ann_index_config`` and
+    the distance type.
+
+    Example:
+        >>> cfg, ann, distance = langgraph_index(
+        ...     {"embed": "local", "text_fields": ["text"], "distance_type": "cosine"})
+        >>> cfg["fields"], ann, distance
+        (['text'], None, 'cosine')
+    """
+    if not isinstance(index, Mapping):
+        return index, None, "cosine"
+    idx = dict(index)
+    if "text_fields" in idx:
+        text_fields = idx.pop("text_fields")
+        if text_fields is not None and idx.get("fields") is not None:
+            raise ConfigurationError(
+                "index has both 'fields' and 'text_fields' (LangGraph SqliteStore's name for "
+                "the same thing); keep one"
+            )
+        if text_fields is not None:
+            idx["fields"] = [text_fields] if isinstance(text_fields, str) else text_fields
+    distance = idx.pop("distance_type", "cosine")
+    if distance not in DISTANCE_TYPES:
+        raise ConfigurationError(
+            f"index['distance_type'] must be one of {', '.join(DISTANCE_TYPES)}, got {distance!r}"
+        )
+    ann = idx.pop("ann_index_config", None)
+    if ann is not None and not isinstance(ann, Mapping):
+        raise ConfigurationError(
+            f"index['ann_index_config'] must be a dict such as {{'kind': 'hnsw'}}, got {ann!r}"
+        )
+    embed = idx.get("embed")
+    local = isinstance(embed, str) and embed.split(":", 1)[0] == "local"
+    if idx.get("dims") is None and embed is not None and not local:
+        idx["dims"] = _probe_dims(embed)
+    return idx, dict(ann) if ann is not None else None, distance
+
+
+def _probe_dims(embed: Any) -> int:
+    try:
+        vec = ensure_embeddings(embed).embed_query("dimension probe")
+    except Exception as e:
+        raise ConfigurationError(
+            f"index has no 'dims' and the embedder could not be asked for one vector to "
+            f"learn it ({type(e).__name__}: {e}); pass index['dims'] (its vector length)"
+        ) from e
+    return len(vec)
 
 
 class BatchPlan(NamedTuple):
@@ -134,6 +193,8 @@ class HybridStore(BaseStore):
     supports_ttl: bool = True
     #: Accepts :class:`HybridSearchOp` and the full filter language.
     supports_hybrid: bool = True
+    #: ``index["distance_type"]`` values the backend scores by.
+    distance_types: tuple[str, ...] = ("cosine",)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # Every backend's batch/abatch is measured (store.* metrics) without the
@@ -156,8 +217,18 @@ class HybridStore(BaseStore):
         search_mode: SearchMode | None,
         cache_backend: Any,
     ) -> None:
-        self.index_config = dict(index) if index is not None else None
-        self._index = resolve_index(index, backend=cache_backend)
+        resolved, self._ann_index_config, self.distance_type = langgraph_index(index)
+        if self.distance_type not in self.distance_types:
+            raise ConfigurationError(
+                f"index['distance_type']={self.distance_type!r} is not supported by "
+                f"{type(self).__name__}: it scores by {' or '.join(self.distance_types)}. Use "
+                "'cosine' (the default); for unit-length embeddings, which most embedders "
+                "return, 'inner_product' and 'l2' rank results in the same order"
+            )
+        self.index_config = dict(index) if isinstance(index, Mapping) else index
+        if isinstance(resolved, Mapping) and resolved.get("dims") is not None:
+            self.index_config.setdefault("dims", resolved["dims"])  # type: ignore[union-attr]
+        self._index = resolve_index(resolved, backend=cache_backend)
         self.embeddings = self._index.embeddings if self._index else None
         if search_mode is not None and search_mode not in SEARCH_MODES:
             raise ConfigurationError(

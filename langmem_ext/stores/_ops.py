@@ -3,6 +3,7 @@ texts to index, and the search op that carries a mode. Pure functions, no I/O.""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -126,7 +127,8 @@ def prepare_ops(
             )
         if isinstance(op, HybridSearchOp):
             check_namespace(op.namespace_prefix, allow_empty=True)
-            op = op._replace(namespace_prefix=tuple(op.namespace_prefix))
+            if type(op.namespace_prefix) is not tuple:
+                op = op._replace(namespace_prefix=tuple(op.namespace_prefix))
             if op.mode is not None and op.mode not in SEARCH_MODES:
                 raise InvalidValueError(
                     f"unknown search mode {op.mode!r}; use one of {', '.join(SEARCH_MODES)}"
@@ -138,10 +140,11 @@ def prepare_ops(
                     f"search query must be a string or None, got {type(op.query).__name__}"
                 )
         elif isinstance(op, ListNamespacesOp):
-            _check_list_namespaces(op)
+            op = _check_list_namespaces(op)
         else:
             check_namespace(op.namespace, allow_empty=isinstance(op, GetOp))
-            op = op._replace(namespace=tuple(op.namespace))
+            if type(op.namespace) is not tuple:
+                op = op._replace(namespace=tuple(op.namespace))
             if not isinstance(op.key, str) or not op.key:
                 raise InvalidValueError(f"key must be a non-empty string, got {op.key!r}")
         if isinstance(op, PutOp):
@@ -187,23 +190,36 @@ def check_namespace(namespace: Any, allow_empty: bool = False, wildcards: bool =
         )
     if not namespace and not allow_empty:
         raise InvalidNamespaceError("Namespace cannot be empty.")
+    if type(namespace) is tuple and all(type(label) is str for label in namespace):
+        _check_labels(namespace)  # the common case, cached: users repeat namespaces
+        return
+    _check_labels.__wrapped__(tuple(namespace))
+
+
+@functools.lru_cache(maxsize=4096)
+def _check_labels(namespace: tuple[Any, ...]) -> None:
     try:
-        _validate_labels(GetOp(tuple(namespace), "k"))
+        _validate_labels(GetOp(namespace, "k"))
     except LangGraphNamespaceError as e:
         raise InvalidNamespaceError(str(e)) from None
 
 
-def _check_list_namespaces(op: ListNamespacesOp) -> None:
+def _check_list_namespaces(op: ListNamespacesOp) -> ListNamespacesOp:
+    conds = []
     for cond in op.match_conditions or ():
         if getattr(cond, "match_type", None) not in ("prefix", "suffix"):
             raise InvalidValueError(
                 f"list_namespaces conditions need match_type 'prefix' or 'suffix', got {cond!r}"
             )
-        check_namespace(cond.path, allow_empty=True)
+        # LangGraph's own tests write MatchCondition("suffix", "public"): one label.
+        path = (cond.path,) if isinstance(cond.path, str) else cond.path
+        check_namespace(path, allow_empty=True)
+        conds.append(cond._replace(path=tuple(path)))
     if op.max_depth is not None:
         check_count(op.max_depth, "max_depth")
     check_count(op.limit, "list_namespaces limit")
     check_count(op.offset, "list_namespaces offset")
+    return op._replace(match_conditions=tuple(conds)) if op.match_conditions else op
 
 
 def dump_value(namespace: tuple[str, ...], key: str, value: Any) -> str:

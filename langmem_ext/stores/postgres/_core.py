@@ -1,25 +1,25 @@
 """The one engine behind PostgresStore and AsyncPostgresStore.
 
 Every database conversation is written once, as a generator that yields
-:class:`Exec` / :class:`Copy` steps and receives their rows (psycopg's own
-pattern for sync/async code). The sync store drives the generators with a
-``Connection``, the async store with an ``AsyncConnection``; neither contains
-SQL or decoding logic.
+:class:`Exec` / :class:`Copy` / :class:`Many` steps and receives their rows
+(psycopg's own pattern for sync/async code). The sync store drives the
+generators with a ``Connection``, the async store with an ``AsyncConnection``;
+neither contains SQL or decoding logic.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
-from typing import Any, TypedDict
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
-import psycopg
 from langgraph.store.base import (
     GetOp,
     Item,
     ListNamespacesOp,
+    Op,
     Result,
     SearchItem,
     TTLConfig,
@@ -38,52 +38,27 @@ from .._ops import (
 )
 from ..embeddings import IndexInput
 from . import _sql
-from ._schema import (
-    BOOTSTRAP,
-    LOCK_KEY,
-    MAX_SCAN_INDEX_DIMS,
-    MIGRATIONS,
-    hnsw_index_sql,
-    scan_index_sql,
-)
-from ._steps import Copy, Exec, Steps
-from ._vector_search import candidate_steps, hnsw_steps
+from ._errors import check_nul
+from ._schema import BOOTSTRAP, LOCK_KEY, MIGRATIONS, hnsw_index_sql, scan_index_sql
+from ._steps import Copy, Exec, Many, Steps, gather
+from ._vector_search import VectorIndexConfig, resolve_vector_index, vector_steps
 
-__all__ = ["Copy", "Exec", "PostgresCore", "VectorIndexConfig"]
+__all__ = [
+    "Copy",
+    "Exec",
+    "Many",
+    "PostgresCore",
+    "Steps",
+    "VectorIndexConfig",
+]
 
 logger = logging.getLogger("langmem_ext.stores.postgres")
 
 
-class VectorIndexConfig(TypedDict, total=False):
-    """How vector search runs (``vector_index=`` of the stores).
-
-    ``{"kind": "exact"}`` (default): results are exact for any namespace or
-    filter. ``mode="vector"`` pages come from half-precision candidates (a
-    covering index, read index-only) re-ranked in full precision, returned only
-    when provably exact, else (and for hybrid/keyword) every cosine in the scope
-    is computed; see :mod:`._vector_search`.
-    ``{"kind": "hnsw", "m": 16, "ef_construction": 64, "ef_search": 100}``
-    additionally builds an HNSW index, used with pgvector 0.8 iterative scans
-    (approximate) for ``mode="vector"`` queries whose scope holds more than
-    ``exact_below`` vectors; smaller scopes take the default path.
-    """
-
-    kind: str
-    """``"exact"`` or ``"hnsw"``."""
-    m: int
-    """HNSW graph degree (16)."""
-    ef_construction: int
-    """HNSW build candidate list (64)."""
-    ef_search: int
-    """HNSW query candidate list, ``hnsw.ef_search`` (100)."""
-    max_scan_tuples: int
-    """``hnsw.max_scan_tuples`` for iterative scans (20000)."""
-    exact_below: int
-    """Scopes with at most this many vectors are searched exactly (50000)."""
-
-
 class PostgresCore(HybridStore):
     """Configuration and the conversation generators shared by both stores."""
+
+    distance_types = ("cosine", "inner_product", "l2")
 
     def _configure(
         self,
@@ -95,32 +70,13 @@ class PostgresCore(HybridStore):
         cache_backend: Any,
     ) -> None:
         self._configure_search(index, ttl, search_mode, cache_backend)
-        vi = dict(vector_index or {"kind": "exact"})
-        if vi.get("kind", "exact") not in ("exact", "hnsw"):
+        self.vector_index = resolve_vector_index(vector_index, self._ann_index_config, self._dims)
+        if not isinstance(text_search_config, str) or not text_search_config:
             raise ConfigurationError(
-                f"vector_index kind must be 'exact' or 'hnsw', got {vi.get('kind')!r}"
+                "text_search_config must be the name of a PostgreSQL text search "
+                f"configuration such as 'english' or 'simple', got {text_search_config!r}"
             )
-        unknown = set(vi) - set(VectorIndexConfig.__annotations__)
-        if unknown:
-            raise ConfigurationError(f"unknown vector_index keys {sorted(unknown)}")
-        self.vector_index: dict[str, Any] = {
-            "kind": "exact",
-            "m": 16,
-            "ef_construction": 64,
-            "ef_search": 100,
-            "max_scan_tuples": 20000,
-            "exact_below": 50000,
-            **vi,
-        }
-        if self.vector_index["kind"] == "hnsw" and not (self._index and self._index.dims):
-            raise ConfigurationError("vector_index kind 'hnsw' needs index={'dims': ..., ...}")
         self.text_search_config = text_search_config
-
-    @property
-    def _scan_index(self) -> bool:
-        """Whether the half-precision covering index (and its fast path) exists."""
-        dims = self._dims
-        return dims is not None and 0 < dims <= MAX_SCAN_INDEX_DIMS
 
     @property
     def _dims(self) -> int | None:
@@ -143,6 +99,15 @@ class PostgresCore(HybridStore):
                     "or an image such as pgvector/pgvector) or use a managed service that "
                     "offers it, then call setup() again"
                 )
+        cfg = yield Exec(
+            "SELECT 1 FROM pg_ts_config WHERE cfgname = %s", [self.text_search_config], True
+        )
+        if not cfg:
+            raise ConfigurationError(
+                f"text_search_config={self.text_search_config!r} is not a text search "
+                "configuration of this server (see `SELECT cfgname FROM pg_ts_config`); "
+                "use e.g. 'english' or 'simple'"
+            )
         for stmt in BOOTSTRAP:
             yield Exec(stmt)
         done = {r[0] for r in (yield Exec("SELECT v FROM lmx_migrations", fetch=True))}
@@ -162,16 +127,35 @@ class PostgresCore(HybridStore):
                 )
             if not rows:
                 yield Exec("INSERT INTO lmx_meta (key, value) VALUES ('dims', %s)", [str(dims)])
-            if dims <= MAX_SCAN_INDEX_DIMS:
+            vi = self.vector_index
+            if vi["scan_index"]:
                 yield Exec(scan_index_sql())
-            if self.vector_index["kind"] == "hnsw":
-                vi = self.vector_index
-                yield Exec(hnsw_index_sql(dims, vi["m"], vi["ef_construction"]))
+            if vi["kind"] == "hnsw":
+                yield Exec(hnsw_index_sql(dims, vi["m"], vi["ef_construction"], self.distance_type))
         return None
 
     # -- batch -------------------------------------------------------------------
 
+    def _plan(self, ops: Iterable[Op]) -> BatchPlan:
+        plan = super()._plan(ops)
+        # PostgreSQL text cannot hold NUL: refuse it here, before any SQL, so it
+        # is a clear input error and never a failed (or retried) transaction.
+        for _, op in plan.reads:
+            if isinstance(op, GetOp):
+                check_nul("a namespace label", op.namespace)
+                check_nul("a key", op.key)
+            elif isinstance(op, HybridSearchOp):
+                check_nul("a namespace label", op.namespace_prefix)
+                check_nul("the search query", op.query)
+                check_nul("the filter", op.filter)
+            elif isinstance(op, ListNamespacesOp):
+                for cond in op.match_conditions or ():
+                    check_nul("a namespace label", cond.path)
+        return plan
+
     def _check_put(self, put: PreparedPut) -> None:
+        check_nul("a namespace label", put.namespace)
+        check_nul("a key", put.key)
         if put.value_json is not None and "\\u0000" in put.value_json:
             raise InvalidValueError(
                 f"value for {put.namespace}/{put.key!r} contains the NUL character (\\u0000), "
@@ -181,32 +165,64 @@ class PostgresCore(HybridStore):
     def _batch_steps(
         self, plan: BatchPlan, doc_vecs: np.ndarray | None, qvecs: dict[str, np.ndarray]
     ) -> Steps:
-        """The whole batch, run in one transaction: reads, TTL refresh, writes."""
+        """The whole batch, run in one transaction: reads, TTL refresh, writes.
+
+        All gets are one statement; searches and namespace listings run side by
+        side (:func:`gather`: one round trip per step in pipeline mode), so a
+        batch merged from many concurrent calls costs a few round trips."""
         results: list[Result] = [None] * plan.n
         live = _sql.live_clause(self._omit_expired())
         refresh: list[int] = []
-        for i, op in plan.reads:
-            if isinstance(op, GetOp):
-                rows = yield Exec(
-                    f"SELECT {_sql.ITEM_COLS} FROM lmx_items i "
-                    f"WHERE i.prefix = %s AND i.key = %s AND {live}",
-                    [encode_namespace(op.namespace), op.key],
-                    fetch=True,
-                )
-                results[i] = _item(rows[0]) if rows else None
-                if rows and op.refresh_ttl and rows[0][6] is not None:
-                    refresh.append(rows[0][0])
-            elif isinstance(op, ListNamespacesOp):
-                rows = yield Exec(
-                    f"SELECT DISTINCT i.prefix FROM lmx_items i WHERE {live}", [], True
-                )
-                results[i] = _list_namespaces(op, [r[0] for r in rows])
-            else:
-                assert isinstance(op, HybridSearchOp)
-                rows = yield from self._search_steps(op, plan.modes[i], qvecs, live)
-                results[i] = [_item(r, search=True) for r in rows]
-                if op.refresh_ttl:
-                    refresh.extend(r[0] for r in rows if r[6] is not None)
+        reads = plan.reads
+        gets = [(i, op) for i, op in reads if isinstance(op, GetOp)]
+        if gets:
+            sql, params = _sql.get_query(
+                [encode_namespace(op.namespace) for _, op in gets], [op.key for _, op in gets], live
+            )
+            found = {r[0]: r[1:] for r in (yield Exec(sql, params, fetch=True))}
+            for n, (i, op) in enumerate(gets, 1):
+                row = found.get(n)
+                results[i] = _item(row) if row else None
+                if row and op.refresh_ttl and row[6] is not None:
+                    refresh.append(row[0])
+        # Every filter compiled once. Namespace listings (no query) of one
+        # filter shape run as one statement; every other search or namespace
+        # listing is a conversation of its own; all of them side by side.
+        ops = dict(reads)
+        flts = {
+            i: _sql.compile_filter(normalize_filter(op.filter))
+            for i, op in reads
+            if isinstance(op, HybridSearchOp)
+        }
+        listings: dict[str, list[int]] = {}
+        others: list[int] = []
+        for i, op in reads:
+            if isinstance(op, HybridSearchOp) and not op.query and op.namespace_prefix and op.limit:
+                fsql, fp = flts[i]
+                listings.setdefault(fsql + "".join(map(_sql.param_kind, fp)), []).append(i)
+            elif not isinstance(op, GetOp):
+                others.append(i)
+        groups = [g for g in listings.values() if len(g) > 1]
+        others += [g[0] for g in listings.values() if len(g) == 1]
+        convs = [
+            self._search_steps(ops[i], plan.modes[i], qvecs, live, flts[i])  # type: ignore[arg-type]
+            if i in flts
+            else self._list_steps(ops[i], live)  # type: ignore[arg-type]
+            for i in others
+        ]
+        convs += [_listing_group_steps([(ops[i], flts[i]) for i in g], live) for g in groups]
+        outs = yield from gather(convs)
+        done = dict(zip(others, outs, strict=False))
+        for g, out in zip(groups, outs[len(others) :], strict=True):
+            done.update(zip(g, out, strict=True))
+        for i, out in done.items():
+            op = ops[i]
+            if not isinstance(op, HybridSearchOp):
+                results[i] = out
+                continue
+            results[i] = [_item(r, search=True) for r in out]
+            if op.refresh_ttl:
+                refresh.extend(r[0] for r in out if r[6] is not None)
         if refresh:
             yield Exec(
                 "UPDATE lmx_items SET expires_at = now() + ttl_minutes * interval '1 minute' "
@@ -217,30 +233,40 @@ class PostgresCore(HybridStore):
             yield from self._put_steps(plan.puts, doc_vecs)
         return results
 
+    @staticmethod
+    def _list_steps(op: ListNamespacesOp, live: str) -> Steps:
+        # A leading prefix condition without wildcards narrows the scan to a range.
+        fixed: tuple[str, ...] = ()
+        for cond in op.match_conditions or ():
+            if cond.match_type == "prefix":
+                labels = tuple(cond.path)
+                fixed = labels[: labels.index("*")] if "*" in labels else labels
+                break
+        scope, params = _sql.scope_clause(encode_namespace(fixed))
+        rows = yield Exec(
+            f"SELECT DISTINCT i.prefix FROM lmx_items i WHERE {scope} AND {live}", params, True
+        )
+        return _list_namespaces(op, [r[0] for r in rows])
+
     def _search_steps(
-        self, op: HybridSearchOp, mode: str, qvecs: dict[str, np.ndarray], live: str
+        self,
+        op: HybridSearchOp,
+        mode: str,
+        qvecs: dict[str, np.ndarray],
+        live: str,
+        flt: tuple[str, list[Any]],
     ) -> Steps:
         if op.limit == 0:
             return []
         prefix = encode_namespace(op.namespace_prefix)
         scope = _sql.scope_clause(prefix)
-        flt = _sql.compile_filter(normalize_filter(op.filter))
         if not op.query:
             sql, params = _sql.listing_query(scope, flt, live, op.limit, op.offset)
-            return (yield Exec(sql, params, fetch=True))
+            return (yield Exec(sql, params, fetch=True, prepare=False))
         qvec = qvecs.get(op.query)
-        vi = self.vector_index
-        if mode == "vector" and vi["kind"] == "hnsw" and qvec is not None:
-            vscope = _sql.scope_clause(prefix, "v.prefix")
-            rows = yield Exec(
-                f"SELECT count(*) > %s FROM lmx_vectors v WHERE {vscope[0]}",
-                [vi["exact_below"], *vscope[1]],
-                fetch=True,
-            )
-            if rows[0][0]:
-                return (yield from hnsw_steps(op, vi, prefix, flt, live, qvec, self._dims or 0))
-        elif mode == "vector" and qvec is not None and self._scan_index:
-            page = yield from candidate_steps(op, prefix, flt, live, qvec, self._dims or 0)
+        if mode == "vector" and qvec is not None and self._dims:
+            q = _sql.VectorQuery(prefix, flt, live, qvec, self._dims, self.distance_type)
+            page = yield from vector_steps(q, op, self.vector_index)
             if page is not None:
                 return page
         tsq = _sql.tsquery_text(op.query) if mode in ("keyword", "hybrid") else None
@@ -259,8 +285,9 @@ class PostgresCore(HybridStore):
             limit=op.limit,
             offset=op.offset,
             dims=self._dims,
+            distance=self.distance_type,
         )
-        return (yield Exec(sql, params, fetch=True))
+        return (yield Exec(sql, params, fetch=True, prepare=False))
 
     def _put_steps(self, puts: list[PreparedPut], doc_vecs: np.ndarray | None) -> Steps:
         # Sorted so concurrent batches lock rows in the same order (no deadlock).
@@ -273,7 +300,7 @@ class PostgresCore(HybridStore):
         if dels:
             yield Exec(
                 "DELETE FROM lmx_items i USING unnest(%s::text[], %s::text[]) AS d(prefix, key) "
-                "WHERE i.prefix = d.prefix AND i.key = d.key",
+                'WHERE i.prefix = d.prefix COLLATE "C" AND i.key = d.key COLLATE "C"',
                 [[d[0] for d in dels], [d[1] for d in dels]],
             )
         if not ups:
@@ -334,6 +361,19 @@ class PostgresCore(HybridStore):
         doc_vecs = emb.embed_documents_array(plan.doc_texts) if plan.doc_texts else None
         return doc_vecs, {q: emb.embed_query_array(q) for q in plan.queries}
 
+    async def _embed_async(
+        self, plan: BatchPlan
+    ) -> tuple[np.ndarray | None, dict[str, np.ndarray]]:
+        import asyncio
+
+        emb = self.embeddings
+        if emb is None:
+            return None, {}
+        doc_vecs = await emb.aembed_documents_array(plan.doc_texts) if plan.doc_texts else None
+        qs = list(plan.queries)
+        vecs = await asyncio.gather(*(emb.aembed_query_array(q) for q in qs)) if qs else []
+        return doc_vecs, dict(zip(qs, vecs, strict=True))
+
     # -- TTL, cache --------------------------------------------------------------
 
     @staticmethod
@@ -358,12 +398,14 @@ class PostgresCore(HybridStore):
 
     @staticmethod
     def _cache_put_steps(entries: dict[tuple[str, str, bytes], np.ndarray]) -> Steps:
-        keys = list(entries)
+        keys = sorted(entries)  # one lock order for concurrent writers
+        # DO UPDATE: a row the embedder cache refused (NaN, wrong length, from
+        # before vectors were validated) is replaced by the new vector.
         yield Exec(
             "INSERT INTO lmx_embedding_cache (model, kind, hash, embedding) "
             "SELECT d.m, d.k, d.h, string_to_array(d.e, ',')::real[] "
             "FROM unnest(%s::text[], %s::text[], %s::bytea[], %s::text[]) AS d(m, k, h, e) "
-            "ON CONFLICT DO NOTHING",
+            "ON CONFLICT (model, kind, hash) DO UPDATE SET embedding = excluded.embedding",
             [
                 [k[0] for k in keys],
                 [k[1] for k in keys],
@@ -372,6 +414,17 @@ class PostgresCore(HybridStore):
             ],
         )
         return None
+
+
+def _listing_group_steps(group: list[tuple[Any, tuple[str, list[Any]]]], live: str) -> Steps:
+    entries = [
+        (encode_namespace(op.namespace_prefix), fp, op.limit, op.offset) for op, (_, fp) in group
+    ]
+    sql, params = _sql.listing_many(entries, group[0][1][0], live)
+    pages: list[list[Any]] = [[] for _ in group]
+    for row in (yield Exec(sql, params, fetch=True, prepare=False)):
+        pages[row[0] - 1].append(row[1:])
+    return pages
 
 
 def _item(row: Sequence[Any], search: bool = False) -> Item:
@@ -397,29 +450,3 @@ def _list_namespaces(op: ListNamespacesOp, prefixes: list[str]) -> list[tuple[st
         namespaces = list({ns[: op.max_depth] for ns in namespaces})
     namespaces.sort()
     return namespaces[op.offset : op.offset + op.limit]
-
-
-def translate(e: psycopg.Error, where: str) -> Exception:
-    """A psycopg error → a langmem_ext error whose message says what to do."""
-    if isinstance(e, psycopg.errors.InsufficientPrivilege) and where == "setup":
-        return StoreError(
-            f"setup() lacks a privilege ({e}). The 'vector' extension must be created once "
-            "by a role allowed to: run `CREATE EXTENSION vector;` in this database as its "
-            "owner or a superuser, and grant CREATE on the schema to this role",
-            sqlstate=e.sqlstate,
-        )
-    if isinstance(e, psycopg.errors.UntranslatableCharacter):
-        return InvalidValueError(f"PostgreSQL cannot store a value in this batch: {e}")
-    if isinstance(e, psycopg.OperationalError):
-        return StoreError(
-            f"PostgreSQL connection failed during {where} ({one_line(e)}); the "
-            "transaction was rolled back, nothing from it was applied. Check the server and "
-            "the connection string, then retry",
-            sqlstate=e.sqlstate,
-        )
-    return StoreError(f"PostgreSQL error during {where}: {one_line(e)}", sqlstate=e.sqlstate)
-
-
-def one_line(e: BaseException) -> str:
-    """libpq messages span lines; error messages here read as one."""
-    return " ".join(str(e).split())

@@ -72,6 +72,49 @@ MIGRATIONS: list[list[str]] = [
         # context existed hold only indexed text, stored unweighted (D).
         "UPDATE lmx_items SET tsv = setweight(tsv, 'A') WHERE tsv IS NOT NULL",
     ],
+    [
+        # The half-precision candidate scan of the exact vector path, as
+        # functions: their SET clauses steer the planner to the index-only scan
+        # of lmx_vectors_scan (it prefers a bitmap scan that visits the heap)
+        # for this scan only, so other statements of the same transaction (a
+        # keyword search needs bitmap scans of the GIN index) are unaffected.
+        # [lo, hi) is the namespace range, ``eq`` the namespace itself and
+        # ``dlo`` the start of its descendants (``prefix + '.'``).
+        """CREATE OR REPLACE FUNCTION lmx_scan_candidates(
+            lo text, hi text, eq text, dlo text, q halfvec, k bigint)
+        RETURNS TABLE (item_id bigint, hd double precision)
+        LANGUAGE sql STABLE PARALLEL SAFE
+        SET enable_bitmapscan = off SET enable_seqscan = off SET jit = off
+        AS $$ SELECT v.item_id, v.embedding_half <=> q FROM lmx_vectors v
+              WHERE v.prefix >= lo AND v.prefix < hi AND (v.prefix = eq OR v.prefix >= dlo)
+              ORDER BY 2 LIMIT k $$""",
+        """CREATE OR REPLACE FUNCTION lmx_scan_candidates_all(q halfvec, k bigint)
+        RETURNS TABLE (item_id bigint, hd double precision)
+        LANGUAGE sql STABLE PARALLEL SAFE
+        SET enable_bitmapscan = off SET enable_seqscan = off SET jit = off
+        AS $$ SELECT v.item_id, v.embedding_half <=> q FROM lmx_vectors v
+              ORDER BY 2 LIMIT k $$""",
+        # The planner's row estimate for the vectors of a namespace range
+        # (from the table's statistics): how the vector search chooses
+        # between its exact path and the HNSW index without counting rows.
+        """CREATE OR REPLACE FUNCTION lmx_scope_rows(lo text, hi text)
+        RETURNS double precision LANGUAGE plpgsql VOLATILE AS $$
+        DECLARE plan json;
+        BEGIN
+            EXECUTE format('EXPLAIN (FORMAT JSON) SELECT 1 FROM lmx_vectors '
+                           'WHERE prefix >= %L AND prefix < %L', lo, hi) INTO plan;
+            RETURN (plan -> 0 -> 'Plan' ->> 'Plan Rows')::double precision;
+        END $$""",
+        # HNSW indexes of earlier releases indexed full-precision vectors; the
+        # index is now built on the half-precision copy (half the memory and
+        # I/O, candidates re-ranked in full precision), see hnsw_index_sql.
+        """DO $$ DECLARE r record; BEGIN
+            FOR r IN SELECT c.relname FROM pg_class c JOIN pg_index x ON x.indexrelid = c.oid
+                     WHERE x.indrelid = 'lmx_vectors'::regclass
+                     AND c.relname ~ '^lmx_vectors_hnsw_[0-9]' LOOP
+                EXECUTE format('DROP INDEX %I', r.relname);
+            END LOOP; END $$""",
+    ],
 ]
 
 BOOTSTRAP = [
@@ -81,12 +124,19 @@ BOOTSTRAP = [
 ]
 
 
-def hnsw_index_sql(dims: int, m: int, ef_construction: int) -> str:
-    """The optional HNSW index. It indexes ``embedding::vector(dims)`` (the column
-    itself has no fixed length), so queries must use that same expression."""
+_OPCLASS = {"cosine": "cosine", "inner_product": "ip", "l2": "l2"}
+
+
+def hnsw_index_sql(dims: int, m: int, ef_construction: int, distance: str = "cosine") -> str:
+    """The HNSW index (pgvector), on the half-precision copy of each vector:
+    ``embedding_half::halfvec(dims)`` (the column has no fixed length), so
+    queries must use that same expression. Candidates it finds are re-ranked
+    with the full-precision vectors."""
+    d, ops = int(dims), _OPCLASS[distance]
+    name = f"lmx_vectors_hnsw_half_{ops}_{d}_{int(m)}_{int(ef_construction)}"
     return (
-        f"CREATE INDEX IF NOT EXISTS lmx_vectors_hnsw_{dims}_{m}_{ef_construction} "
-        f"ON lmx_vectors USING hnsw ((embedding::vector({int(dims)})) vector_cosine_ops) "
+        f"CREATE INDEX IF NOT EXISTS {name} "
+        f"ON lmx_vectors USING hnsw ((embedding_half::halfvec({d})) halfvec_{ops}_ops) "
         f"WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
     )
 

@@ -14,24 +14,45 @@ order) and nothing else ever matches or raises a cast error.
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from psycopg.types.json import Jsonb
 
 from .._filters import Condition
 
 __all__ = [
+    "DISTANCE_OPS",
     "ITEM_COLS",
+    "VectorQuery",
     "candidate_query",
     "compile_filter",
     "field_expr",
+    "get_query",
+    "hnsw_query",
+    "listing_many",
     "live_clause",
+    "param_kind",
+    "plan_query",
     "range_scope",
     "scope_clause",
+    "score_expr",
     "search_query",
     "tsquery_text",
 ]
+
+#: pgvector distance operator and score (higher is better) of each distance
+#: type, as LangGraph's PostgresStore scores them.
+DISTANCE_OPS = {"cosine": "<=>", "inner_product": "<#>", "l2": "<->"}
+_SCORES = {"cosine": "1 - ({d})", "inner_product": "-({d})", "l2": "-({d})"}
+
+
+def score_expr(distance: str, embedding: str, query: str) -> str:
+    """``1 - (e <=> q)`` for cosine, ``-(e <#> q)`` (the dot product) for
+    inner product, ``-(e <-> q)`` for L2."""
+    return _SCORES[distance].format(d=f"{embedding} {DISTANCE_OPS[distance]} {query}")
+
 
 ITEM_COLS = "i.id, i.prefix, i.key, i.value, i.created_at, i.updated_at, i.ttl_minutes"
 LIVE = "(i.expires_at IS NULL OR i.expires_at > now())"
@@ -172,6 +193,7 @@ def search_query(
     offset: int,
     dims: int | None,
     context_weight: float = 0.5,
+    distance: str = "cosine",
 ) -> tuple[str, list[Any]]:
     """One exact search, ranked entirely in SQL (see ``_hybrid`` for scores).
 
@@ -189,7 +211,8 @@ def search_query(
         cast = f"::vector({dims})" if dims else "::vector"
         # Best vector per item: items with several embedded fields score as their best.
         sims = (
-            f"sims AS (SELECT v.item_id, max(1 - (v.embedding <=> %s{cast})) AS cos "
+            f"sims AS (SELECT v.item_id, max({score_expr(distance, 'v.embedding', '%s' + cast)}) "
+            "AS cos "
             f"FROM lmx_vectors v WHERE {vsql} GROUP BY v.item_id), "
         )
         params += [qvec, *vp]
@@ -275,44 +298,55 @@ def listing_query(
     return sql, [*sp, *fp, limit, offset]
 
 
-def hnsw_query(
-    vscope: tuple[str, list[Any]],
-    flt: tuple[str, list[Any]],
-    live: str,
-    qvec: Any,
-    dims: int,
-    op: Any,
-) -> tuple[str, list[Any]]:
-    """Nearest vectors through the HNSW index (``ORDER BY distance LIMIT``, the
-    only shape pgvector can serve from the index), filters applied during the
-    iterative scan. An item with several vectors may appear once per vector;
-    the caller's page is cut after ``DISTINCT ON`` keeps its best one."""
-    (vsql, vp), (fsql, fp) = vscope, flt
-    need = op.offset + op.limit
-    sql = (
-        f"SELECT {ITEM_COLS}, n.score FROM ("
-        "SELECT DISTINCT ON (item_id) item_id, score FROM ("
-        f"SELECT v.item_id, 1 - ((v.embedding::vector({int(dims)})) <=> %s::vector({int(dims)})) "
-        "AS score FROM lmx_vectors v JOIN lmx_items i ON i.id = v.item_id "
-        f"WHERE {vsql} AND {live} AND {fsql} "
-        f"ORDER BY (v.embedding::vector({int(dims)})) <=> %s::vector({int(dims)}) LIMIT %s"
-        ") c ORDER BY item_id, score DESC) n JOIN lmx_items i ON i.id = n.item_id "
-        "ORDER BY n.score DESC, i.id ASC"
-    )
-    return sql, [qvec, *vp, *fp, qvec, need * 2]
+def param_kind(v: Any) -> str:
+    """The SQL type a filter parameter is passed as in :func:`listing_many`."""
+    if isinstance(v, Jsonb):
+        return "jsonb"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int | float):
+        return "numeric"
+    return "text"
 
 
-def unindexed_query(
-    scope: tuple[str, list[Any]], flt: tuple[str, list[Any]], live: str, limit: int
+def _as_text(v: Any) -> str:
+    if isinstance(v, Jsonb):
+        return json.dumps(v.obj, ensure_ascii=False)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return repr(v) if isinstance(v, int | float) else str(v)
+
+
+def listing_many(
+    entries: list[tuple[str, list[Any], int, int]], fsql: str, live: str
 ) -> tuple[str, list[Any]]:
-    """Items without any vector, newest first (they follow ranked items)."""
-    (ssql, sp), (fsql, fp) = scope, flt
+    """Several searches without a query, each in its own namespace and with
+    the same filter shape (``fsql``; parameters of the same kinds, see
+    :func:`param_kind`), as one statement: rows are ``(entry number from 1,
+    item columns…)``. Entries are ``(prefix, filter params, limit, offset)``
+    with non-empty prefixes. Each column is one array parameter, so the
+    statement text (and psycopg's parse of it) does not grow with the batch."""
+    kinds = [param_kind(v) for v in entries[0][1]]
+    cols = ["p", "lo", "hi", *(f"f{j}" for j in range(len(kinds))), "lim", "off"]
+    arrays: list[Any] = [
+        [e[0] for e in entries],
+        [e[0] + "." for e in entries],
+        [e[0] + "/" for e in entries],
+        *([_as_text(e[1][j]) for e in entries] for j in range(len(kinds))),
+        [e[2] for e in entries],
+        [e[3] for e in entries],
+    ]
+    types = ["text[]"] * (3 + len(kinds)) + ["bigint[]", "bigint[]"]
+    parts = fsql.split("%s")
+    flt = parts[0] + "".join(f"(d.f{j}::{kinds[j]}){rest}" for j, rest in enumerate(parts[1:]))
     sql = (
-        f"SELECT {ITEM_COLS}, NULL::float8 FROM lmx_items i WHERE {ssql} AND {live} AND {fsql} "
-        "AND NOT EXISTS (SELECT 1 FROM lmx_vectors v WHERE v.item_id = i.id) "
-        "ORDER BY i.updated_at DESC, i.id DESC LIMIT %s"
+        f"SELECT d.n, x.* FROM unnest({', '.join(f'%s::{t}' for t in types)}) "
+        f"WITH ORDINALITY AS d({', '.join(cols)}, n) CROSS JOIN LATERAL ("
+        f"SELECT {ITEM_COLS}, NULL::float8 FROM lmx_items i WHERE (i.prefix = d.p OR "
+        f"(i.prefix >= d.lo AND i.prefix < d.hi)) AND {live} AND {flt} "
+        "ORDER BY i.updated_at DESC, i.id DESC LIMIT d.lim OFFSET d.off) x"
     )
-    return sql, [*sp, *fp, limit]
+    return sql, arrays
 
 
 def range_scope(prefix: str, col: str = "v.prefix") -> tuple[str, list[Any]]:
@@ -326,46 +360,106 @@ def range_scope(prefix: str, col: str = "v.prefix") -> tuple[str, list[Any]]:
     return sql, [prefix, prefix + "/", prefix, prefix + "."]
 
 
-def candidate_query(
-    prefix: str,
-    flt: tuple[str, list[Any]],
-    live: str,
-    qvec: Any,
-    dims: int,
-    n_candidates: int,
-    need: int,
-) -> tuple[str, list[Any]]:
-    """Vector mode, two stages in one statement.
+class VectorQuery(NamedTuple):
+    """What a ``mode="vector"`` search needs besides the page."""
+
+    prefix: str  # encoded namespace prefix ("" for the whole store)
+    flt: tuple[str, list[Any]]  # compiled filter
+    live: str  # TTL clause
+    qvec: Any  # query vector
+    dims: int
+    distance: str = "cosine"
+
+
+def _rerank(q: VectorQuery) -> tuple[str, list[Any]]:
+    """CTE ``r``: the items of the candidates in ``c``, scored in full
+    precision over all their vectors in the scope (an item scores as its best
+    field, as in the exact query)."""
+    vsql, vp = scope_clause(q.prefix, "v.prefix")
+    score = score_expr(q.distance, "v.embedding", f"(SELECT %s::vector({int(q.dims)}))")
+    sql = (
+        f"r AS (SELECT v.item_id, max({score}) AS score FROM lmx_vectors v "
+        f"WHERE v.item_id IN (SELECT item_id FROM c) AND {vsql} GROUP BY v.item_id) "
+    )
+    return sql, [q.qvec, *vp]
+
+
+def candidate_query(q: VectorQuery, n_candidates: int, need: int) -> tuple[str, list[Any]]:
+    """Vector mode, exact path (cosine), two stages in one statement.
 
     ``c``: the ``n_candidates`` vectors of the scope nearest to the query in
-    half precision (an index-only scan of ``lmx_vectors_scan``). ``r``: their
-    items re-ranked with full-precision cosine over all of each item's vectors
-    in the scope (the score is the item's best field, as in the exact query).
-    Live and filter conditions apply to the re-ranked items. Each row carries
-    ``n`` (candidates found) and ``t`` (the largest half-precision distance
-    among them) so the caller can prove that no item outside the candidates
-    can belong on the page, else it falls back to the exact query.
+    half precision (an index-only scan of ``lmx_vectors_scan``, inside the
+    ``lmx_scan_candidates`` functions whose SET clauses steer the planner).
+    ``r``: their items re-ranked in full precision (:func:`_rerank`). Live and
+    filter conditions apply to the re-ranked items. Each row carries ``n``
+    (candidates found) and ``t`` (the largest half-precision distance among
+    them) so the caller can prove that no item outside the candidates can
+    belong on the page, else it falls back to the exact query.
 
     The query vector's casts sit in scalar sub-selects (init plans, run once):
     in a generic plan of a prepared statement (psycopg prepares after five
-    runs) a bare ``%s::halfvec`` cast is re-evaluated for every row, which
-    doubled the namespace latency at 100k.
+    runs) a bare ``%s::halfvec`` cast is re-evaluated for every row.
     """
-    (rsql, rp), (vsql, vp), (fsql, fp) = (
-        range_scope(prefix),
-        scope_clause(prefix, "v.prefix"),
-        flt,
-    )
-    d = int(dims)
+    d, p = int(q.dims), q.prefix
+    if p:
+        scan = f"lmx_scan_candidates(%s, %s, %s, %s, (SELECT %s::halfvec({d})), %s)"
+        sp: list[Any] = [p, p + "/", p, p + ".", q.qvec, n_candidates]
+    else:
+        scan = f"lmx_scan_candidates_all((SELECT %s::halfvec({d})), %s)"
+        sp = [q.qvec, n_candidates]
+    rsql, rp = _rerank(q)
+    fsql, fp = q.flt
     sql = (
-        "WITH c AS MATERIALIZED (SELECT v.item_id, "
-        f"v.embedding_half <=> (SELECT %s::halfvec({d})) AS hd FROM lmx_vectors v "
-        f"WHERE {rsql} ORDER BY hd LIMIT %s), "
-        "cut AS (SELECT count(*) AS n, max(hd) AS t FROM c), "
-        f"r AS (SELECT v.item_id, max(1 - (v.embedding <=> (SELECT %s::vector({d})))) AS score "
-        f"FROM lmx_vectors v WHERE v.item_id IN (SELECT item_id FROM c) AND {vsql} "
-        "GROUP BY v.item_id) "
+        f"WITH c AS MATERIALIZED (SELECT item_id, hd FROM {scan}), "
+        f"cut AS (SELECT count(*) AS n, max(hd) AS t FROM c), {rsql}"
         f"SELECT {ITEM_COLS}, r.score, cut.n, cut.t FROM r JOIN lmx_items i ON i.id = r.item_id "
-        f"CROSS JOIN cut WHERE {live} AND {fsql} ORDER BY r.score DESC, i.id ASC LIMIT %s"
+        f"CROSS JOIN cut WHERE {q.live} AND {fsql} ORDER BY r.score DESC, i.id ASC LIMIT %s"
     )
-    return sql, [qvec, *rp, n_candidates, qvec, *vp, *fp, need]
+    return sql, [*sp, *rp, *fp, need]
+
+
+def hnsw_query(q: VectorQuery, n_candidates: int, need: int) -> tuple[str, list[Any]]:
+    """Vector mode, HNSW path: the ``n_candidates`` nearest vectors by the
+    HNSW index on ``embedding_half::halfvec(dims)`` (``ORDER BY distance
+    LIMIT``, the shape pgvector serves from the index; namespace, TTL and
+    filter are checked during the iterative scan), then their items re-ranked
+    in full precision (:func:`_rerank`), page cut on the exact scores."""
+    (vsql, vp), (fsql, fp) = scope_clause(q.prefix, "v.prefix"), q.flt
+    d = int(q.dims)
+    rsql, rp = _rerank(q)
+    sql = (
+        "WITH c AS MATERIALIZED (SELECT v.item_id FROM lmx_vectors v "
+        f"JOIN lmx_items i ON i.id = v.item_id WHERE {vsql} AND {q.live} AND {fsql} "
+        f"ORDER BY v.embedding_half::halfvec({d}) {DISTANCE_OPS[q.distance]} %s::halfvec({d}) "
+        f"LIMIT %s), {rsql}"
+        f"SELECT {ITEM_COLS}, r.score FROM r JOIN lmx_items i ON i.id = r.item_id "
+        "ORDER BY r.score DESC, i.id ASC LIMIT %s"
+    )
+    return sql, [*vp, *fp, q.qvec, n_candidates, *rp, need]
+
+
+def plan_query(prefix: str, ef_search: int, max_scan_tuples: int) -> tuple[str, list[Any]]:
+    """``(N, n)``: the planner's estimates of all vectors and of the vectors in
+    the scope (``lmx_scope_rows``: the row estimate of a scan of the scope, from
+    the table's statistics, ~0.2 ms whatever the scope's size; ``N`` for the
+    whole store). Also sets the HNSW scan settings for the transaction, which
+    only HNSW index scans read."""
+    knobs = (
+        "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+        "set_config('hnsw.ef_search', %s, true), set_config('hnsw.max_scan_tuples', %s, true)"
+    )
+    params: list[Any] = [str(int(ef_search)), str(int(max_scan_tuples))]
+    total = "greatest(c.reltuples, 0)::float8"
+    scope = "lmx_scope_rows(%s, %s)" if prefix else total
+    sql = f"SELECT {total}, {scope}, {knobs} FROM pg_class c WHERE c.oid = 'lmx_vectors'::regclass"
+    return sql, ([prefix, prefix + "/"] if prefix else []) + params
+
+
+def get_query(prefixes: list[str], keys: list[str], live: str) -> tuple[str, list[Any]]:
+    """Every get of a batch in one statement; rows carry the get's position (from 1)."""
+    sql = (
+        f"SELECT d.n, {ITEM_COLS} FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY "
+        'AS d(prefix, key, n) JOIN lmx_items i ON i.prefix = d.prefix COLLATE "C" '
+        f'AND i.key = d.key COLLATE "C" WHERE {live}'
+    )
+    return sql, [prefixes, keys]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -19,13 +20,24 @@ from ...errors import StoreError
 from .._ops import SearchMode
 from ..embeddings import IndexInput
 from ._adapt import adapt, dumper_for
-from ._core import Copy, PostgresCore, Steps, VectorIndexConfig, one_line, translate
+from ._config import check_conn, check_pipeline, pool_options
+from ._core import (
+    Copy,
+    Many,
+    PostgresCore,
+    Steps,
+    VectorIndexConfig,
+)
+from ._errors import one_line, translate
 
 __all__ = ["PoolConfig", "PostgresStore"]
 
 logger = logging.getLogger(__name__)
 
 PoolConfig = dict[str, Any]  # min_size, max_size, timeout, kwargs… (psycopg_pool options)
+
+#: libpq can pipeline (version 14 and later).
+PIPELINE = psycopg.Pipeline.is_supported()
 
 
 def drive(steps: Steps, conn: psycopg.Connection[Any]) -> Any:
@@ -39,13 +51,25 @@ def drive(steps: Steps, conn: psycopg.Connection[Any]) -> Any:
                         cp.set_types(step.types)
                         for row in step.rows:
                             cp.write_row(row)
-                    out = None
+                    out: Any = None
+                elif isinstance(step, Many):
+                    out = _many(conn, step)
                 else:
-                    cur.execute(step.sql, step.params)
+                    cur.execute(step.sql, step.params, prepare=step.prepare)
                     out = cur.fetchall() if step.fetch else None
                 step = steps.send(out)
         except StopIteration as stop:
             return stop.value
+
+
+def _many(conn: psycopg.Connection[Any], many: Many) -> list[Any]:
+    # Pipeline mode: every statement is sent before any result is read, one
+    # round trip for all (psycopg syncs on the first fetch).
+    with conn.pipeline() if len(many.steps) > 1 and PIPELINE else contextlib.nullcontext():
+        curs = [conn.cursor() for _ in many.steps]
+        for cur, step in zip(curs, many.steps, strict=True):
+            cur.execute(step.sql, step.params, prepare=step.prepare)
+        return [cur.fetchall() if s.fetch else None for cur, s in zip(curs, many.steps)]
 
 
 class PostgresStore(PostgresCore):
@@ -61,10 +85,14 @@ class PostgresStore(PostgresCore):
             is keyword-only (PostgreSQL full text).
         ttl: LangGraph ``TTLConfig``; expiry uses the server's clock.
         search_mode: default ``"hybrid"`` with an embedder, else ``"keyword"``.
-        vector_index: :class:`VectorIndexConfig`; exact by default.
+        vector_index: :class:`VectorIndexConfig`: by default exact for small
+            namespaces and an HNSW index for large scopes, chosen per query.
+            LangGraph's ``index["ann_index_config"]`` is accepted instead.
         pool_config: options for the owned pool (``min_size`` 1, ``max_size`` 10,
-            ``timeout`` 30 s, ``kwargs``).
+            ``timeout`` 30 s, ``kwargs``, any other ``psycopg_pool`` option).
         text_search_config: PostgreSQL text search configuration (``"english"``).
+        pipeline: accepted for LangGraph compatibility; the independent
+            statements of a batch are always sent in pipeline mode.
 
     Example:
         >>> with PostgresStore.from_conn_string(dsn) as store:  # doctest: +SKIP
@@ -83,32 +111,45 @@ class PostgresStore(PostgresCore):
         vector_index: VectorIndexConfig | None = None,
         pool_config: PoolConfig | None = None,
         text_search_config: str = "english",
+        pipeline: bool = False,
     ) -> None:
+        check_conn(conn, (str, psycopg.Connection, ConnectionPool))
+        self._pool_config = pool_options(pool_config)
+        self.pipeline = check_pipeline(pipeline)
         self._configure(index, ttl, search_mode, vector_index, text_search_config, _Cache(self))
         self._conninfo = conn if isinstance(conn, str) else None
         self._conn = conn if isinstance(conn, psycopg.Connection) else None
         self._pool = conn if isinstance(conn, ConnectionPool) else None
-        if self._conninfo is None and self._conn is None and self._pool is None:
-            raise TypeError(
-                "conn must be a connection string, a psycopg.Connection or a "
-                f"psycopg_pool.ConnectionPool, got {type(conn).__name__}"
-            )
         self._owns_pool = self._conninfo is not None
-        self._pool_config = dict(pool_config or {})
         self._lock = threading.RLock()
         self._info: TypeInfo | None = None
         self._dumper: type | None = None
 
     @classmethod
     @contextmanager
-    def from_conn_string(cls, conn_string: str, **kwargs: Any) -> Iterator[PostgresStore]:
+    def from_conn_string(
+        cls,
+        conn_string: str,
+        *,
+        pipeline: bool = False,
+        pool_config: PoolConfig | None = None,
+        index: IndexInput | None = None,
+        ttl: TTLConfig | None = None,
+        **kwargs: Any,
+    ) -> Iterator[PostgresStore]:
         """Open a store on a connection string, set it up, close it after.
+
+        Takes LangGraph's ``PostgresStore.from_conn_string`` arguments as they
+        are (``pipeline``, ``pool_config``, ``index``, ``ttl``) and this
+        store's own (``search_mode``, ``vector_index``, ``text_search_config``).
 
         Example:
             >>> with PostgresStore.from_conn_string("postgresql:///app") as s:  # doctest: +SKIP
             ...     s.put(("a",), "k", {"v": 1})
         """
-        store = cls(conn_string, **kwargs)
+        store = cls(
+            conn_string, pipeline=pipeline, pool_config=pool_config, index=index, ttl=ttl, **kwargs
+        )
         try:
             store.setup()
             yield store
@@ -161,22 +202,13 @@ class PostgresStore(PostgresCore):
 
     def _open_pool(self) -> None:
         pc = dict(self._pool_config)
-        kwargs = {"autocommit": True, **(pc.pop("kwargs", None) or {})}
         info, dumper = self._info, self._dumper
 
         def configure(conn: psycopg.Connection[Any]) -> None:
             adapt(conn, info, dumper)  # type: ignore[arg-type]
 
-        self._pool = ConnectionPool(
-            self._conninfo,  # type: ignore[arg-type]
-            min_size=pc.pop("min_size", 1),
-            max_size=pc.pop("max_size", 10),
-            kwargs=kwargs,
-            configure=configure,
-            open=False,
-            **pc,
-        )
-        self._pool.open(wait=True, timeout=pc.get("timeout", 30.0))
+        self._pool = ConnectionPool(self._conninfo, configure=configure, open=False, **pc)  # type: ignore[arg-type]
+        self._pool.open(wait=True, timeout=pc["timeout"])
 
     def close(self) -> None:
         """Stop the sweeper and close the pool the store owns (never a connection

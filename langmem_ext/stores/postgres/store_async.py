@@ -1,13 +1,14 @@
 """AsyncPostgresStore: the asyncio shell over the same conversations as
 :class:`PostgresStore` (see :mod:`._core`); real async I/O, no worker threads
-for the database."""
+for the database, and concurrent calls merged into shared batches
+(:mod:`._merge`)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -17,12 +18,21 @@ from langgraph.store.base import Op, Result, TTLConfig
 from psycopg.types import TypeInfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from ...errors import StoreError
+from ...errors import InvalidValueError, StoreError
 from .._ops import SearchMode
 from ..embeddings import IndexInput
 from ._adapt import adapt, dumper_for
-from ._core import Copy, PostgresCore, Steps, VectorIndexConfig, one_line, translate
-from .store import PoolConfig, drive
+from ._config import check_conn, check_pipeline, pool_options
+from ._core import (
+    Copy,
+    Many,
+    PostgresCore,
+    Steps,
+    VectorIndexConfig,
+)
+from ._errors import one_line, translate
+from ._merge import CallMerger, dedupe_reads, spread
+from .store import PIPELINE, PoolConfig, drive
 
 __all__ = ["AsyncPostgresStore"]
 
@@ -40,28 +50,46 @@ async def adrive(steps: Steps, conn: psycopg.AsyncConnection[Any]) -> Any:
                         cp.set_types(step.types)
                         for row in step.rows:
                             await cp.write_row(row)
-                    out = None
+                    out: Any = None
+                elif isinstance(step, Many):
+                    out = await _amany(conn, step)
                 else:
-                    await cur.execute(step.sql, step.params)
+                    await cur.execute(step.sql, step.params, prepare=step.prepare)
                     out = await cur.fetchall() if step.fetch else None
                 step = steps.send(out)
         except StopIteration as stop:
             return stop.value
 
 
+async def _amany(conn: psycopg.AsyncConnection[Any], many: Many) -> list[Any]:
+    pipe = conn.pipeline() if len(many.steps) > 1 and PIPELINE else contextlib.nullcontext()
+    async with pipe:  # type: ignore[attr-defined]
+        curs = [conn.cursor() for _ in many.steps]
+        for cur, step in zip(curs, many.steps, strict=True):
+            await cur.execute(step.sql, step.params, prepare=step.prepare)
+        return [await cur.fetchall() if s.fetch else None for cur, s in zip(curs, many.steps)]
+
+
 class AsyncPostgresStore(PostgresCore):
     """Async :class:`~langmem_ext.PostgresStore`: same arguments, but ``conn`` is a
     connection string (an owned ``AsyncConnectionPool``), a
-    ``psycopg.AsyncConnection`` or an ``AsyncConnectionPool``. Sync methods are
-    not available: use ``aget``, ``aput``, ``asearch``…
+    ``psycopg.AsyncConnection`` or an ``AsyncConnectionPool``.
 
-    The persistent embedding cache uses a small sync connection made from the
-    connection string (or the pool's ``conninfo``) in a worker thread, because
-    the embedder's cache interface is synchronous; with a bare
-    ``AsyncConnection`` the cache stays in memory.
+    Concurrent calls (``aget``, ``aput``, ``asearch``… from many tasks) are
+    merged into shared batches, at most ``max_batches`` transactions at a time
+    (see :mod:`langmem_ext.stores.postgres._merge`), so thousands of concurrent
+    calls need a handful of connections. LangGraph's call shapes work as they
+    are: ``await store.setup()``, ``async with AsyncPostgresStore.from_conn_string(...)``,
+    ``await store.start_ttl_sweeper()``.
+
+    Sync methods (``get``, ``put``, ``search``…) run the same conversations on
+    a small sync pool of their own (needs a connection string or a pool), from
+    any thread. The persistent embedding cache uses that sync side too (the
+    embedder's cache interface is synchronous); with a bare ``AsyncConnection``
+    the cache stays in memory.
 
     Example:
-        >>> async with AsyncPostgresStore(dsn) as store:  # doctest: +SKIP
+        >>> async with AsyncPostgresStore.from_conn_string(dsn) as store:  # doctest: +SKIP
         ...     await store.aput(("user", "u1"), "m1", {"content": "likes tea"})
         ...     [r.key for r in await store.asearch(("user",), query="tea")]
         ['m1']
@@ -77,30 +105,72 @@ class AsyncPostgresStore(PostgresCore):
         vector_index: VectorIndexConfig | None = None,
         pool_config: PoolConfig | None = None,
         text_search_config: str = "english",
+        pipeline: bool = False,
+        max_batches: int | None = None,
     ) -> None:
+        check_conn(conn, (str, psycopg.AsyncConnection, AsyncConnectionPool))
+        self._pool_config = pool_options(pool_config)
+        self.pipeline = check_pipeline(pipeline)
         self._conninfo = conn if isinstance(conn, str) else None
         self._conn = conn if isinstance(conn, psycopg.AsyncConnection) else None
         self._pool = conn if isinstance(conn, AsyncConnectionPool) else None
-        if self._conninfo is None and self._conn is None and self._pool is None:
-            raise TypeError(
-                "conn must be a connection string, a psycopg.AsyncConnection or a "
-                f"psycopg_pool.AsyncConnectionPool, got {type(conn).__name__}"
-            )
         cache_dsn = self._conninfo or (self._pool.conninfo if self._pool is not None else None)
         self._sync = _SyncSide(self, cache_dsn)
         self._configure(index, ttl, search_mode, vector_index, text_search_config, self._sync)
         self._owns_pool = self._conninfo is not None
-        self._pool_config = dict(pool_config or {})
         self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._info: TypeInfo | None = None
         self._dumper: type | None = None
+        if self._conn is not None:
+            slots = 1
+        elif self._pool is not None:
+            slots = max(1, min(2, self._pool.max_size))
+        else:
+            slots = max(1, min(2, self._pool_config["max_size"]))
+        self._merger = CallMerger(self._abatch_now, max_batches=max_batches or slots)
+        self._sweep_task: asyncio.Task[None] | None = None
+        self._sweep_event: asyncio.Event | None = None
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(
+        cls,
+        conn_string: str,
+        *,
+        pipeline: bool = False,
+        pool_config: PoolConfig | None = None,
+        index: IndexInput | None = None,
+        ttl: TTLConfig | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[AsyncPostgresStore]:
+        """Open a store on a connection string, set it up, close it after
+        (LangGraph's ``AsyncPostgresStore.from_conn_string`` arguments as they
+        are, plus this store's own).
+
+        Example:
+            >>> async with AsyncPostgresStore.from_conn_string(dsn) as store:  # doctest: +SKIP
+            ...     await store.aput(("a",), "k", {"v": 1})
+        """
+        store = cls(
+            conn_string, pipeline=pipeline, pool_config=pool_config, index=index, ttl=ttl, **kwargs
+        )
+        try:
+            await store.setup()
+            yield store
+        finally:
+            await store.aclose()
 
     # -- lifecycle ---------------------------------------------------------------
 
-    async def asetup(self) -> None:
+    async def setup(self) -> None:  # type: ignore[override]
         """Create or migrate the schema; see :meth:`PostgresStore.setup
-        <langmem_ext.PostgresStore.setup>` (same errors)."""
+        <langmem_ext.PostgresStore.setup>` (same errors). Awaitable, as in
+        LangGraph's ``AsyncPostgresStore``; also run on first use."""
+        await self.asetup()
+
+    async def asetup(self) -> None:
+        """Same as :meth:`setup`."""
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
@@ -155,7 +225,6 @@ class AsyncPostgresStore(PostgresCore):
 
     async def _open_pool(self) -> None:
         pc = dict(self._pool_config)
-        kwargs = {"autocommit": True, **(pc.pop("kwargs", None) or {})}
         info, dumper = self._info, self._dumper
 
         async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
@@ -163,19 +232,16 @@ class AsyncPostgresStore(PostgresCore):
 
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             self._conninfo,  # type: ignore[arg-type]
-            min_size=pc.pop("min_size", 1),
-            max_size=pc.pop("max_size", 10),
-            kwargs=kwargs,
             configure=configure,
             open=False,
             **pc,
         )
-        await pool.open(wait=True, timeout=pc.get("timeout", 30.0))
+        await pool.open(wait=True, timeout=pc["timeout"])
         self._pool = pool
 
     async def aclose(self) -> None:
-        """Stop the sweeper, close the owned pool and the cache connection."""
-        self.stop_ttl_sweeper()
+        """Stop the sweeper, close the owned pool and the sync side."""
+        await self.stop_ttl_sweeper()
         if self._owns_pool and self._pool is not None:
             await self._pool.close()
             self._pool = None
@@ -233,37 +299,87 @@ class AsyncPostgresStore(PostgresCore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async :meth:`PostgresStore.batch <langmem_ext.PostgresStore.batch>`:
-        one transaction; embeddings use the embedder's async methods."""
-        plan = self._plan(ops)
-        emb = self.embeddings
-        doc_vecs = await emb.aembed_documents_array(plan.doc_texts) if plan.doc_texts else None  # type: ignore[union-attr]
-        qs = list(plan.queries)
-        vecs = await asyncio.gather(*(emb.aembed_query_array(q) for q in qs)) if qs else []  # type: ignore[union-attr]
-        qvecs = dict(zip(qs, vecs, strict=True))
-        return await self._run(self._batch_steps(plan, doc_vecs, qvecs), "a batch")  # type: ignore[no-any-return]
+        one transaction, shared with the calls made concurrently (see the class
+        docs); embeddings use the embedder's async methods."""
+        if not isinstance(ops, Iterable) or isinstance(ops, str | bytes | Mapping):
+            raise InvalidValueError(
+                f"abatch() needs a list of operations, got {type(ops).__name__}"
+            )
+        return await self._merger.submit(list(ops))
+
+    async def _abatch_now(self, ops: list[Op]) -> list[Result]:
+        unique, where = dedupe_reads(ops)
+        plan = self._plan(unique)
+        doc_vecs, qvecs = await self._embed_async(plan)
+        results = await self._run(self._batch_steps(plan, doc_vecs, qvecs), "a batch")
+        return spread(results, where)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Sync :meth:`abatch` for code that is not async (the same engine on a
-        small sync pool); works even inside the event loop, since it never waits
-        on the loop. Needs a connection string or an ``AsyncConnectionPool``."""
+        small sync pool); works from any thread. Needs a connection string or
+        an ``AsyncConnectionPool``."""
         plan = self._plan(ops)
         return self._sync.run(self._batch_steps(plan, *self._embed_sync(plan)), "a batch")  # type: ignore[no-any-return]
 
     # -- TTL ---------------------------------------------------------------------
 
-    async def asweep_ttl(self) -> int:
-        """Delete expired items now; returns how many."""
+    async def sweep_ttl(self) -> int:  # type: ignore[override]
+        """Delete expired items now; returns how many (awaitable, as in LangGraph)."""
         return int(await self._run(self._sweep_steps(), "the TTL sweep"))
 
-    def sweep_ttl(self) -> int:
-        """Sweep from sync code (the sweeper thread uses it), on the sync side."""
-        return int(self._sync.run(self._sweep_steps(), "the TTL sweep"))
+    asweep_ttl = sweep_ttl
+
+    async def start_ttl_sweeper(  # type: ignore[override]
+        self, sweep_interval_minutes: float | None = None
+    ) -> asyncio.Task[None]:
+        """Sweep expired items periodically in a task of the running loop
+        (LangGraph's shape: ``task = await store.start_ttl_sweeper()``). The
+        interval defaults to ``ttl["sweep_interval_minutes"]``, else 5 minutes.
+        """
+        if self._sweep_task is not None and not self._sweep_task.done():
+            return self._sweep_task
+        interval = sweep_interval_minutes
+        if interval is None and self.ttl_config:
+            interval = self.ttl_config.get("sweep_interval_minutes")
+        seconds = 60.0 * (5.0 if interval is None else float(interval))
+        stop = self._sweep_event = asyncio.Event()
+
+        async def loop() -> None:
+            while True:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(stop.wait(), seconds)
+                if stop.is_set():
+                    return
+                try:
+                    n = await self.sweep_ttl()
+                    if n:
+                        logger.info("TTL sweeper deleted %d expired items", n)
+                except Exception:
+                    logger.exception("TTL sweep failed; retrying at the next interval")
+
+        self._sweep_task = asyncio.get_running_loop().create_task(loop(), name="lmx-ttl-sweeper")
+        return self._sweep_task
+
+    async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:  # type: ignore[override]
+        """Stop the sweeper task; True if it stopped within ``timeout`` seconds."""
+        task = self._sweep_task
+        if task is None or task.done():
+            self._sweep_task = None
+            return True
+        assert self._sweep_event is not None
+        self._sweep_event.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), timeout)
+        except asyncio.TimeoutError:
+            return False
+        self._sweep_task = None
+        return True
 
 
 class _SyncSide:
-    """The async store's sync face: sync calls, the TTL sweeper thread and the
-    embedding cache (which the embedder calls from a worker thread) run the same
-    conversations on one small sync pool of their own."""
+    """The async store's sync face: sync calls and the embedding cache (which
+    the embedder calls from a worker thread) run the same conversations on one
+    small sync pool of their own."""
 
     def __init__(self, store: AsyncPostgresStore, dsn: str | None) -> None:
         self._store = store
