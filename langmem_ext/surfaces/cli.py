@@ -162,6 +162,13 @@ def bench_locomo(
     conversations: Annotated[
         int, typer.Option(help="Only the first N conversations (0: all).")
     ] = 0,
+    stages: Annotated[
+        str,
+        typer.Option(
+            help="Re-ranking stages measured on each hybrid search: feedback,group,diversify"
+        ),
+    ] = "",
+    candidates: Annotated[int, typer.Option(help="Results a re-ranking stage reorders.")] = 50,
 ) -> None:
     """Score recall@k of LoCoMo evidence for every backend and search mode.
 
@@ -169,12 +176,16 @@ def bench_locomo(
     """
     from rich.progress import Progress
 
-    from ..bench.locomo import BACKENDS, LocomoConfig, run_locomo, write_outputs
+    from ..bench.locomo import BACKENDS, STAGES, LocomoConfig, run_locomo, write_outputs
 
     chosen = tuple(b.strip() for b in backends.split(",") if b.strip())
     unknown = [b for b in chosen if b not in BACKENDS]
     if unknown:
         raise typer.BadParameter(f"unknown backends {unknown}; choose from {sorted(BACKENDS)}")
+    staged = tuple(s.strip() for s in stages.split(",") if s.strip())
+    bad_stages = [s for s in staged if s not in STAGES]
+    if bad_stages:
+        raise typer.BadParameter(f"unknown stages {bad_stages}; choose from {sorted(STAGES)}")
     if not data.exists():
         raise typer.BadParameter(f"{data} does not exist")
     cfg = LocomoConfig(
@@ -188,23 +199,34 @@ def bench_locomo(
         context_weight=context_weight,
         cache=out / "embeddings.db",
         conversations=conversations or None,
+        stages=staged,
+        candidates=candidates,
     )
     out.mkdir(parents=True, exist_ok=True)
     console = Console()
     with Progress(console=console, transient=True) as progress:
         result = run_locomo(cfg, progress)
     table = Table(title="LoCoMo retrieval, categories 1-4 (k counts dialog turns)")
-    for col in ("documents", "retriever", "R@1", "R@5", "R@10", "R@20", "search ms"):
+    cats = ("multi-hop", "temporal", "open-domain", "single-hop")
+    cols = ("documents", "retriever", "R@1", "R@5", "R@10", "R@20", *(f"{c} R@10" for c in cats))
+    for col in (*cols, "search ms", "stage ms"):
         table.add_column(col, justify="left" if col in ("documents", "retriever") else "right")
     for r in result["rows"]:
-        o = r["overall"]
+        o, by = r["overall"], r["by_category"]
         table.add_row(
             r["doc_set"],
             r["retriever"],
             *(f"{o[k]:.3f}" for k in ("R@1", "R@5", "R@10", "R@20")),
+            *(f"{by[c]['R@10']:.3f}" if c in by else "-" for c in cats),
             f"{r['search_ms_median']:.2f}",
+            f"{r['stage_ms_median']:.2f}" if "stage_ms_median" in r else "",
         )
     console.print(table)
+    if result.get("query_embed_ms_median") is not None:
+        console.print(
+            f"query embedding (offline embedder, uncached, not in search ms): "
+            f"{result['query_embed_ms_median']:.1f} ms median per question"
+        )
     ev = result["evidence"]
     console.print(
         f"questions: {result['rows'][0]['questions']} in {len(result['conversations'])} "

@@ -107,6 +107,27 @@ def test_bench_locomo_command(locomo_file, tmp_path):
     assert (out / "locomo.png").stat().st_size > 1000
 
 
+def test_bench_locomo_measures_reranking_stages_on_hybrid_search(locomo_file, tmp_path):
+    out = tmp_path / "out"
+    args = ["bench", "locomo", "--data", str(locomo_file), "--out", str(out)]
+    args += ["--backends", "sqlite", "--docs", "turns", "--stages", "feedback,group,diversify"]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    assert "query embedding" in result.output
+    data = json.loads((out / "locomo.json").read_text())
+    rows = {r["retriever"]: r for r in data["rows"]}
+    staged = [f"SQLiteStore hybrid + {s}" for s in ("feedback", "group", "diversify")]
+    assert set(staged) <= set(rows)
+    for name in staged:
+        assert rows[name]["stage_ms_median"] >= 0.0
+        # 5 turns: every stage still finds every evidence turn within k=20
+        assert rows[name]["overall"]["R@20"] == 1.0
+    assert "stage_ms_median" not in rows["SQLiteStore hybrid"]
+    assert data["query_embed_ms_median"] > 0
+    bad = CliRunner().invoke(app, [*args[:6], "--stages", "nope"])
+    assert bad.exit_code != 0 and "unknown stages" in bad.output
+
+
 def test_bench_store_command(tmp_path):
     out = tmp_path / "out"
     result = CliRunner().invoke(
