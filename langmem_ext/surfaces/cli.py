@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import LangmemError
+from .eval_cli import eval_extraction
 
 app = typer.Typer(
     help="Long-term memory for LangGraph agents: embedded SQLite store with hybrid search.",
@@ -218,6 +219,9 @@ def bench_store(
     png = plot([r for r in rows if "unavailable" not in r], out / "store.png")
     if png:
         console.print(f"wrote {png}")
+
+
+app.command("eval-extraction")(eval_extraction)
 
 
 def main() -> None:
