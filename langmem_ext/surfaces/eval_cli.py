@@ -53,7 +53,12 @@ def eval_extraction(
         from langchain_openai import ChatOpenAI
 
         chat = ChatOpenAI(
-            model=model, base_url=base_url, api_key="local", temperature=0, timeout=timeout
+            model=model,
+            base_url=base_url,
+            api_key="local",
+            temperature=0,
+            timeout=timeout,
+            max_retries=0,  # extraction retries on its own
         )
         extractor = FactExtractor(chat, method=method)  # type: ignore[arg-type]
     elif model in ("oracle", "naive"):
