@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import LangmemError
+from .eval_cli import eval_extraction
 
 app = typer.Typer(
     help="Long-term memory for LangGraph agents: embedded SQLite store with hybrid search.",
@@ -278,6 +279,9 @@ def bench_store(
     except ValueError as e:
         raise typer.BadParameter(f"--sizes must be integers: {e}") from e
     report(ns, names, kind_list, queries, out, load_budget * 60, Console())
+
+
+app.command("eval-extraction")(eval_extraction)
 
 
 def main() -> None:
