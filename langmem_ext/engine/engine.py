@@ -10,21 +10,25 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from langgraph.store.base import BaseStore, SearchOp
 
-from ..stores import HybridSearchOp
+from ..errors import ConfigurationError
+from ..stores import SEARCH_MODES, HybridSearchOp
 from . import lifecycle as lc
 from . import policy
 from . import profile as pf
 from . import provider as pv
 from . import recall as rc
 from ._core import EngineConfig, detect_caps
+from .checks import check_int, check_number, check_text, shown
 from .env import Env
+from .layers import check_layer
 from .metrics import EngineMetrics
 from .models import Episode, Fact, MemoryEvent, Note, Rule
+from .namespaces import NamespaceTemplate
 from .profile import FactCandidate, Profile, ProfileUpdate
 from .provider import HealthStatus
 from .recall import Hit, Page
@@ -98,12 +102,25 @@ class MemoryEngine:
     def __init__(
         self, store: BaseStore, config: EngineConfig | None = None, **overrides: Any
     ) -> None:
+        if not isinstance(store, BaseStore):
+            raise ConfigurationError(
+                f"store must be a LangGraph BaseStore (SQLiteStore(), InMemoryStore(), ...), "
+                f"got {type(store).__name__}"
+            )
         self.store = store
-        cfg = config or EngineConfig()
+        cfg = EngineConfig() if config is None else config
+        if not isinstance(cfg, EngineConfig):
+            raise ConfigurationError(f"config must be an EngineConfig, got {type(cfg).__name__}")
         if overrides:
             import dataclasses
 
+            unknown = set(overrides) - {f.name for f in dataclasses.fields(EngineConfig)}
+            if unknown:
+                raise ConfigurationError(
+                    f"unknown engine settings {sorted(unknown)}; see EngineConfig for the settings"
+                )
             cfg = dataclasses.replace(cfg, **overrides)
+        _check_settings(cfg)
         self.config = cfg
         self.caps = detect_caps(store, cfg)
         self.metrics = EngineMetrics(cfg.meter_provider)
@@ -676,6 +693,22 @@ class MemoryEngine:
     aupdate_fact = _async(_update_fact)
     delete_fact = _sync(_delete_fact)
     adelete_fact = _async(_delete_fact)
+
+
+def _check_settings(cfg: EngineConfig) -> None:
+    """Refuse settings that would only fail later, at some call."""
+    NamespaceTemplate(cfg.namespace)
+    check_text("default_tenant", cfg.default_tenant, optional=True, error=ConfigurationError)
+    check_int("max_content_length", cfg.max_content_length, 1, 10**9, ConfigurationError)
+    check_number("threshold", cfg.threshold, -1.0, 1.0, ConfigurationError)
+    check_layer(cfg.default_layer)
+    if not isinstance(cfg.episode_ttl, timedelta):
+        raise ConfigurationError(f"episode_ttl must be a timedelta, got {shown(cfg.episode_ttl)}")
+    if cfg.recall_mode is not None and cfg.recall_mode not in SEARCH_MODES:
+        raise ConfigurationError(
+            f"recall_mode must be None or one of {', '.join(SEARCH_MODES)}, "
+            f"got {shown(cfg.recall_mode)}"
+        )
 
 
 class EnginesByStore:

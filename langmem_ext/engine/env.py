@@ -26,9 +26,8 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import math
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -41,8 +40,10 @@ from ..errors import (
     InvalidValueError,
     MemoryNotFoundError,
 )
+from ..stores import normalize_filter
 from . import layout, policy
 from ._core import EngineConfig, StoreCaps
+from .checks import check_json, check_number, shown
 from .layers import check_layer, layer_id, resolve_layers
 from .metrics import EngineMetrics
 from .models import MemoryEvent, MemoryRecord, new_id, record_from_item, ts
@@ -54,10 +55,12 @@ __all__ = [
     "Layer",
     "check_any_content",
     "check_content",
+    "check_filter",
     "check_id",
     "check_range",
     "check_tags",
     "check_type",
+    "check_types",
     "free_fact_ids",
     "load",
     "load_many",
@@ -201,24 +204,54 @@ def check_id(id: Any, name: str = "id") -> str:
     """A memory id is a non-empty string; anything else (a dict, a filter
     operator) is rejected before it can reach a store."""
     if not isinstance(id, str) or not id or "\x00" in id:
-        raise InvalidValueError(f"{name} must be a non-empty string, got {id!r}")
+        raise InvalidValueError(f"{name} must be a non-empty string, got {shown(id)}")
     return id
 
 
 def check_type(kind: str, allowed: Iterable[str] = policy.MEMORY_TYPES) -> str:
     allowed = tuple(allowed)
-    if kind not in allowed:
+    if not isinstance(kind, str) or kind not in allowed:
         raise InvalidMemoryTypeError(
-            f"unknown memory type {kind!r}; use one of {', '.join(allowed)}",
-            type=kind,
+            f"unknown memory type {shown(kind)}; use one of {', '.join(allowed)}",
+            type=shown(kind),
             valid=list(allowed),
         )
     return kind
 
 
+def check_types(types: Any, default: Sequence[str]) -> list[str]:
+    """A list of memory types (``default`` for None), each checked."""
+    if types is None:
+        return list(default)
+    if isinstance(types, str) or not isinstance(types, list | tuple | set | frozenset):
+        raise InvalidValueError(f"types must be a list of memory types, got {shown(types)}")
+    return [check_type(t) for t in types]
+
+
+def check_filter(filter: Any) -> Mapping[str, Any] | None:
+    """A store filter (None for none), validated before any store op."""
+    if filter is None:
+        return None
+    if not isinstance(filter, Mapping):
+        raise InvalidValueError(
+            f"filter must be a dict such as {{'category': 'preference'}}, got {shown(filter)}"
+        )
+    try:
+        normalize_filter(filter)
+    except RecursionError:
+        raise InvalidValueError(
+            "filter is nested too deeply; nest conditions a few levels at most"
+        ) from None
+    except (TypeError, ValueError) as e:
+        if isinstance(e, InvalidValueError):
+            raise
+        raise InvalidValueError(f"invalid filter: {e}") from None
+    return filter
+
+
 def check_content(env: Env, content: Any, name: str = "content") -> str:
     if not isinstance(content, str) or not content.strip():
-        raise InvalidValueError(f"{name} must be a non-empty string, got {content!r}")
+        raise InvalidValueError(f"{name} must be a non-empty string, got {shown(content)}")
     limit = env.config.max_content_length
     if len(content) > limit:
         raise ContentTooLongError(
@@ -237,11 +270,9 @@ def check_any_content(env: Env, content: Any) -> Any:
     if isinstance(content, str):
         return check_content(env, content)
     if content is None or (isinstance(content, dict | list) and not content):
-        raise InvalidValueError(f"content must not be empty, got {content!r}")
-    try:
-        text = json.dumps(content, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as e:
-        raise InvalidValueError(f"content cannot be stored as JSON: {e}") from e
+        raise InvalidValueError(f"content must not be empty, got {shown(content)}")
+    check_json("content", content)
+    text = json.dumps(content, ensure_ascii=False, allow_nan=False)
     limit = env.config.max_content_length
     if len(text) > limit:
         raise ContentTooLongError(
@@ -253,15 +284,7 @@ def check_any_content(env: Env, content: Any) -> Any:
 
 
 def check_range(name: str, value: Any, bounds: tuple[float, float]) -> float:
-    lo, hi = bounds
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or not lo <= value <= hi
-    ):
-        raise InvalidValueError(f"{name} must be a number from {lo} to {hi}, got {value!r}")
-    return float(value)
+    return check_number(name, value, *bounds)
 
 
 def check_tags(tags: Any) -> list[str]:
@@ -272,7 +295,7 @@ def check_tags(tags: Any) -> list[str]:
         or not isinstance(tags, list | tuple)
         or not all(isinstance(t, str) for t in tags)
     ):
-        raise InvalidValueError(f"tags must be a list of strings, got {tags!r}")
+        raise InvalidValueError(f"tags must be a list of strings, got {shown(tags)}")
     return list(dict.fromkeys(tags))
 
 
@@ -280,7 +303,9 @@ def add_fields(env: Env, content: Any, layer: str | None, scope: str, tags: Any)
     """The validated fields every new record shares (raises before any store op)."""
     name = check_layer(layer or env.config.default_layer)
     if not isinstance(scope, str) or not scope:
-        raise InvalidValueError(f"scope must be a non-empty string such as 'global', got {scope!r}")
+        raise InvalidValueError(
+            f"scope must be a non-empty string such as 'global', got {shown(scope)}"
+        )
     where = env.layer(name)
     return {
         "id": new_id(),
@@ -361,7 +386,7 @@ def require(env: Env, kind: str, id: Any, *, archived: bool = True) -> Operation
     record = yield from load(env, [kind], check_id(id), archived=archived)
     if record is None:
         raise MemoryNotFoundError(
-            f"no {kind} with id {id!r} among your memories; check the id and the type "
+            f"no {kind} with id {shown(id)} among your memories; check the id and the type "
             "(memory_search lists ids)",
             type=kind,
             id=id,

@@ -39,6 +39,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..errors import InvalidLayerError, MissingIdentifierError
+from .checks import shown
 
 __all__ = ["IDENTIFIERS", "LAYERS", "accessible_layers", "check_layer", "layer_id", "precedence"]
 
@@ -62,10 +63,10 @@ SHARED_ID = "_"
 
 def check_layer(layer: str) -> str:
     """Return ``layer`` if it is a layer name, else raise INVALID_LAYER."""
-    if layer not in LAYERS:
+    if not isinstance(layer, str) or layer not in LAYERS:
         raise InvalidLayerError(
-            f"unknown memory layer {layer!r}; use one of {', '.join(LAYERS)}",
-            layer=layer,
+            f"unknown memory layer {shown(layer)}; use one of {', '.join(LAYERS)}",
+            layer=shown(layer),
             valid=list(LAYERS),
         )
     return layer
@@ -131,6 +132,14 @@ def accessible_layers(ids: Any) -> tuple[str, ...]:
 def resolve_layers(requested: Iterable[str] | None, ids: Any) -> list[tuple[str, str]]:
     """``(layer, layer_id)`` pairs to read: the requested layers (each checked,
     each needing its identifier) or, by default, every accessible layer."""
+    if requested is not None and (
+        isinstance(requested, str) or not isinstance(requested, list | tuple | set | frozenset)
+    ):
+        raise InvalidLayerError(
+            f"layers must be a list of layer names ({', '.join(LAYERS)}), got {shown(requested)}",
+            layer=shown(requested),
+            valid=list(LAYERS),
+        )
     names = accessible_layers(ids) if requested is None else [check_layer(x) for x in requested]
     ordered = sorted(dict.fromkeys(names), key=precedence)
     return [(layer, layer_id(layer, ids)) for layer in ordered]

@@ -39,6 +39,7 @@ from langgraph.store.base import GetOp, PutOp
 from ..errors import InvalidOperationError, InvalidValueError, MemoryNotFoundError
 from . import policy
 from ._core import paged, search_ops
+from .checks import check_json, check_text, shown
 from .env import (
     Env,
     Layer,
@@ -100,6 +101,7 @@ def add_note(
 ) -> Operation[Note]:
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidValueError(f"metadata must be a dict, got {type(metadata).__name__}")
+    check_json("metadata", metadata)
     note = Note(**add_fields(env, content, layer, scope, tags), metadata=dict(metadata or {}))
     yield Batch([env.put(note), env.event(note, "created")])
     env.sized([note], +1)
@@ -117,8 +119,9 @@ def store_episode(
     tags: Any,
 ) -> Operation[Episode]:
     imp = policy.EPISODE_IMPORTANCE if importance is None else importance
+    check_text("butler", butler)
     if session_id is not None and not isinstance(session_id, str):
-        raise InvalidValueError(f"session_id must be a string, got {session_id!r}")
+        raise InvalidValueError(f"session_id must be a string, got {shown(session_id)}")
     ep = Episode(
         **add_fields(env, content, layer, scope, tags),
         importance=check_range("importance", imp, policy.IMPORTANCE_RANGE),
@@ -154,14 +157,17 @@ def new_fact(
     """A validated fact, not yet written (raises before any store op)."""
     for name, v in (("subject", subject), ("predicate", predicate)):
         if not isinstance(v, str) or not v.strip():
-            raise InvalidValueError(f"{name} must be a non-empty string, got {v!r}")
-    perm = permanence or policy.DEFAULT_PERMANENCE
-    if perm not in policy.DECAY_RATES:
+            raise InvalidValueError(f"{name} must be a non-empty string, got {shown(v)}")
+    perm = policy.DEFAULT_PERMANENCE if permanence is None else permanence
+    if not isinstance(perm, str) or perm not in policy.DECAY_RATES:
         raise InvalidValueError(
-            f"unknown permanence {perm!r}; use one of {', '.join(policy.DECAY_RATES)}"
+            f"unknown permanence {shown(perm)}; use one of {', '.join(policy.DECAY_RATES)}"
         )
     if provenance is not None and not isinstance(provenance, dict):
         raise InvalidValueError(f"provenance must be a dict, got {type(provenance).__name__}")
+    check_json("provenance", provenance)
+    if category is not None and not isinstance(category, str):
+        raise InvalidValueError(f"category must be text or None, got {shown(category)}")
     base = add_fields(env, content, layer, scope, tags)
     return Fact(
         **base,
@@ -256,7 +262,7 @@ def confirm(env: Env, kind: str, id: str) -> Operation[MemoryRecord]:
         )
     old = yield from require(env, kind, id)
     if not old.live:
-        raise InvalidOperationError(f"{kind} {id!r} is not active; it cannot be confirmed")
+        raise InvalidOperationError(f"{kind} {shown(id)} is not active; it cannot be confirmed")
     confirmed = replace(old, last_confirmed_at=env.stamp)  # type: ignore[call-arg]
     new, puts = change(env, old, confirmed, "confirmed")
     yield Batch(puts)
@@ -265,12 +271,12 @@ def confirm(env: Env, kind: str, id: str) -> Operation[MemoryRecord]:
 
 def feedback(env: Env, rule_id: str, helpful: bool, reason: str | None) -> Operation[Rule]:
     if reason is not None and not isinstance(reason, str):
-        raise InvalidValueError(f"reason must be text, got {reason!r}")
+        raise InvalidValueError(f"reason must be text, got {shown(reason)}")
     old = yield from require(env, "rule", rule_id)
     assert isinstance(old, Rule)
     if not old.live:
         raise InvalidOperationError(
-            f"rule {rule_id!r} is {old.status}; feedback applies to active rules only"
+            f"rule {shown(rule_id)} is {old.status}; feedback applies to active rules only"
         )
     success = old.success_count + (1 if helpful else 0)
     harmful = old.harmful_count + (0 if helpful else 1)
@@ -322,10 +328,11 @@ def update(
         check_content(env, content)
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidValueError(f"metadata must be a dict, got {type(metadata).__name__}")
+    check_json("metadata", metadata)
     tags = None if tags is None else check_tags(tags)
     old = yield from load(env, None, id, archived=False)
     if old is None:
-        raise MemoryNotFoundError(f"no memory with id {id!r} among your memories", id=id)
+        raise MemoryNotFoundError(f"no memory with id {shown(id)} among your memories", id=id)
     new = replace(
         old,
         content=old.content if content is None else content,
@@ -346,7 +353,7 @@ def revise(env: Env, id: str, content: Any) -> Operation[MemoryRecord]:
     check_id(id)
     old = yield from load(env, None, id, archived=False)
     if old is None:
-        raise MemoryNotFoundError(f"no memory with id {id!r} among your memories", id=id)
+        raise MemoryNotFoundError(f"no memory with id {shown(id)} among your memories", id=id)
     if not isinstance(old, Fact):
         content = check_any_content(env, content)
         new, puts = change(env, old, replace(old, content=content), "updated")

@@ -68,8 +68,9 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from .._langgraph import config_runtime, current_config
+from .._langgraph import config_runtime
 from ..errors import ConfigurationError
+from .checks import check_mapping, run_config, shown
 
 __all__ = [
     "IDENTITY_KEYS",
@@ -123,6 +124,12 @@ class NamespaceTemplate:
             template = template.template
         if isinstance(template, str):
             template = (template,)
+        if template is not None and not isinstance(template, tuple | list):
+            raise ConfigurationError(
+                "namespace template must be a tuple of labels such as ('memories', '{user_id}'), "
+                f"a single label, or None for the identity rule; got {type(template).__name__} "
+                f"{shown(template)}"
+            )
         self.template: tuple[str, ...] | None = tuple(template) if template is not None else None
         self._parts: list[list[tuple[str, str | None]]] = []
         keys: dict[str, None] = {}
@@ -136,9 +143,10 @@ class NamespaceTemplate:
             first = self.template[0]
             if first in RESERVED_LABELS:
                 raise ConfigurationError(
-                    f"namespace template {self.template} starts with {first!r}, a label reserved "
-                    f"for the memory layout ({', '.join(sorted(RESERVED_LABELS))}); start it "
-                    "with another label, e.g. 'memories'"
+                    f"namespace template {shown(self.template)} starts with {shown(first)}, "
+                    "a label reserved for the memory layout "
+                    f"({', '.join(sorted(RESERVED_LABELS))}); start it with another label, "
+                    "e.g. 'memories'"
                 )
         self.keys: tuple[str, ...] = tuple(keys) if self.template is not None else IDENTITY_KEYS
 
@@ -180,7 +188,7 @@ class NamespaceTemplate:
                     value = lookup.get(key)
                     if value is _MISSING:
                         raise ConfigurationError(
-                            f"missing key {key!r} for namespace {self.template}; "
+                            f"missing key {shown(key)} for namespace {shown(self.template)}; "
                             f"available keys: {lookup.available()}. Pass it in "
                             f"config['configurable'] or in the run's context",
                             key=key,
@@ -236,7 +244,8 @@ def check_label(key: str, value: Any, *, reserved: bool = True) -> str:
     """
     if isinstance(value, bool) or not isinstance(value, str | int | uuid.UUID):
         raise ConfigurationError(
-            f"{key} must be a string, an integer or a UUID, got {type(value).__name__} {value!r}",
+            f"{key} must be a string, an integer or a UUID, got "
+            f"{type(value).__name__} {shown(value)}",
             key=key,
         )
     text = str(value)
@@ -244,20 +253,20 @@ def check_label(key: str, value: Any, *, reserved: bool = True) -> str:
         raise ConfigurationError(f"{key} is empty; give a non-empty id", key=key)
     if text != text.strip():
         raise ConfigurationError(
-            f"{key}={text!r} has leading or trailing whitespace; strip it", key=key
+            f"{key}={shown(text)} has leading or trailing whitespace; strip it", key=key
         )
     if "." in text:
         raise ConfigurationError(
-            f"{key}={text!r} contains '.', which separates namespace labels in the store "
+            f"{key}={shown(text)} contains '.', which separates namespace labels in the store "
             "(and '..' could reach another namespace); replace the dots (e.g. with '-') "
             "or use a hash of the id",
             key=key,
         )
     if any(ord(c) < 32 or ord(c) == 127 for c in text):
-        raise ConfigurationError(f"{key}={text!r} contains control characters", key=key)
+        raise ConfigurationError(f"{key}={shown(text)} contains control characters", key=key)
     if reserved and text in _RESERVED_VALUES:
         raise ConfigurationError(
-            f"{key}={text!r} is reserved for the memory layout "
+            f"{key}={shown(text)} is reserved for the memory layout "
             f"({', '.join(sorted(_RESERVED_VALUES))}); choose another id",
             key=key,
         )
@@ -270,12 +279,13 @@ class _Lookup:
     def __init__(
         self, config: RunnableConfig | None, context: Any, fixed: Mapping[str, Any] | None = None
     ) -> None:
-        config = current_config(config)
+        config = run_config(config)
         self.configurable: Mapping[str, Any] = config.get("configurable") or {}
         if context is None:
             runtime = config_runtime(config)
             context = getattr(runtime, "context", None)
         self.context = context
+        check_mapping("fixed", fixed, error=ConfigurationError)
         self.fixed = {k: v for k, v in (fixed or {}).items() if v is not None}
 
     def _from_context(self, key: str) -> Any:
@@ -293,8 +303,8 @@ class _Lookup:
         b = self._from_context(key)
         if a is not _MISSING and b is not _MISSING and _as_text(a) != _as_text(b):
             raise ConfigurationError(
-                f"{key} differs between config['configurable'] ({a!r}) and the run's "
-                f"context ({b!r}); set it in one place",
+                f"{key} differs between config['configurable'] ({shown(a)}) and the run's "
+                f"context ({shown(b)}); set it in one place",
                 key=key,
             )
         return a if a is not _MISSING else b
@@ -328,21 +338,23 @@ def _as_text(value: Any) -> Any:
 def _parse_label(label: Any, template: tuple[Any, ...]) -> list[tuple[str, str | None]]:
     if not isinstance(label, str) or not label:
         raise ConfigurationError(
-            f"namespace template {template} has an empty or non-string label {label!r}"
+            f"namespace template {shown(template)} has an empty or non-string label {shown(label)}"
         )
     try:
         parsed = list(string.Formatter().parse(label))
     except ValueError as e:
-        raise ConfigurationError(f"namespace label {label!r} is not a valid template: {e}") from e
+        raise ConfigurationError(
+            f"namespace label {shown(label)} is not a valid template: {e}"
+        ) from e
     parts: list[tuple[str, str | None]] = []
     for literal, field, spec, conv in parsed:
         if "." in literal:
             raise ConfigurationError(
-                f"namespace label {label!r} contains '.', which separates labels in the store"
+                f"namespace label {shown(label)} contains '.', which separates labels in the store"
             )
         if field is not None and (not field.isidentifier() or spec or conv):
             raise ConfigurationError(
-                f"namespace label {label!r}: placeholders must be plain names such as "
+                f"namespace label {shown(label)}: placeholders must be plain names such as "
                 f"'{{user_id}}', got '{{{field}{'!' + conv if conv else ''}"
                 f"{':' + spec if spec else ''}}}'"
             )

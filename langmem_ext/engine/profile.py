@@ -56,6 +56,7 @@ from langgraph.store.base import GetOp, PutOp, SearchOp
 from ..errors import FactNotFoundError, InvalidValueError
 from ..stores import HybridSearchOp
 from . import policy
+from .checks import check_int, check_json, check_mapping, shown
 from .env import Env, Layer, add_fields, check_content, check_range, free_fact_ids, load
 from .lifecycle import change, records_of, resolve_slot, slot_of
 from .models import Fact, Note
@@ -164,10 +165,11 @@ def normalise(text: str) -> str:
 
 
 def check_category(category: Any) -> str:
-    if category not in policy.FACT_CATEGORIES:
+    if not isinstance(category, str) or category not in policy.FACT_CATEGORIES:
         raise InvalidValueError(
-            f"unknown fact category {category!r}; use one of {', '.join(policy.FACT_CATEGORIES)}",
-            category=category,
+            f"unknown fact category {shown(category)}; "
+            f"use one of {', '.join(policy.FACT_CATEGORIES)}",
+            category=shown(category),
         )
     return str(category)
 
@@ -176,18 +178,22 @@ def _check_candidate(env: Env, c: FactCandidate | Mapping[str, Any]) -> FactCand
     if isinstance(c, Mapping):
         unknown = set(c) - set(FactCandidate.__dataclass_fields__)
         if unknown:
-            raise InvalidValueError(f"unknown fact fields {sorted(unknown)}")
+            raise InvalidValueError(f"unknown fact fields {sorted(map(shown, unknown))}")
         try:
             c = FactCandidate(**c)
         except TypeError as e:
             raise InvalidValueError(f"a fact needs content, category and confidence: {e}") from e
+    if not isinstance(c, FactCandidate):
+        raise InvalidValueError(
+            f"each fact must be a dict with content, category and confidence, got {shown(c)}"
+        )
     check_content(env, c.content)
     check_category(c.category)
     check_range("confidence", c.confidence, policy.CONFIDENCE_RANGE)
     for name in ("subject", "predicate", "replaces"):
         v = getattr(c, name)
         if v is not None and (not isinstance(v, str) or not v.strip()):
-            raise InvalidValueError(f"{name} must be a non-empty string or None, got {v!r}")
+            raise InvalidValueError(f"{name} must be a non-empty string or None, got {shown(v)}")
     return c
 
 
@@ -232,10 +238,10 @@ def _check_section(name: str, keys: tuple[str, ...], given: Any) -> dict[str, st
         raise InvalidValueError(f"{name} must be a dict with keys {', '.join(keys)}")
     bad = [k for k in given if k not in keys]
     if bad:
-        raise InvalidValueError(f"unknown {name} keys {bad}; use {', '.join(keys)}")
+        raise InvalidValueError(f"unknown {name} keys {shown(bad)}; use {', '.join(keys)}")
     for k, v in given.items():
         if not isinstance(v, str):
-            raise InvalidValueError(f"{name}[{k!r}] must be a string, got {type(v).__name__}")
+            raise InvalidValueError(f"{name}[{shown(k)}] must be a string, got {type(v).__name__}")
     return dict(given)
 
 
@@ -306,10 +312,15 @@ def add_facts(
 ) -> Operation[ProfileUpdate]:
     """Add facts under the collection rules of the module docstring. Every
     candidate is validated before anything is written."""
+    if isinstance(candidates, str | bytes | Mapping) or not isinstance(candidates, Sequence):
+        raise InvalidValueError(
+            f"facts must be a list of facts (dicts with content, category and confidence), "
+            f"got {shown(candidates)}"
+        )
     checked = [_check_candidate(env, c) for c in candidates]
     check_range("threshold", threshold, policy.CONFIDENCE_RANGE)
-    if isinstance(max_facts, bool) or not isinstance(max_facts, int) or max_facts < 1:
-        raise InvalidValueError(f"max_facts must be a positive integer, got {max_facts!r}")
+    check_int("max_facts", max_facts, 1, 10**9)
+    check_json("provenance", check_mapping("provenance", provenance))
     prov = dict(provenance or {})
     out = ProfileUpdate()
     existing = yield from active_facts(env)
@@ -418,7 +429,7 @@ def _evict(
 def _require_fact(env: Env, id: str) -> Operation[Fact]:
     record = yield from load(env, ["fact"], id, archived=False)
     if not isinstance(record, Fact):
-        raise FactNotFoundError(f"no fact with id {id!r} in this profile", id=id)
+        raise FactNotFoundError(f"no fact with id {shown(id)} in this profile", id=id)
     return record
 
 

@@ -27,6 +27,7 @@ from langgraph.store.base import BaseStore, GetOp, PutOp
 from ..errors import InvalidValueError
 from . import layout
 from ._core import StoreCaps
+from .checks import check_json, shown
 from .env import Env, add_fields, check_content, load_many
 from .lifecycle import records_of
 from .models import MemoryRecord, Note
@@ -88,12 +89,13 @@ def _entry(item: str | Mapping[str, Any]) -> dict[str, Any]:
         return {"content": item}
     if not isinstance(item, Mapping) or "content" not in item:
         raise InvalidValueError(
-            f"each bulk_add item must be a string or a dict with 'content', got {item!r}"
+            f"each bulk_add item must be a string or a dict with 'content', got {shown(item)}"
         )
     unknown = set(item) - {"content", "layer", "scope", "tags", "metadata"}
     if unknown:
         raise InvalidValueError(
-            f"unknown bulk_add keys {sorted(unknown)}; use content, layer, scope, tags, metadata"
+            f"unknown bulk_add keys {sorted(map(shown, unknown))}; use content, layer, scope, "
+            "tags, metadata"
         )
     return dict(item)
 
@@ -111,6 +113,7 @@ def bulk_add(
         metadata = e.get("metadata")
         if metadata is not None and not isinstance(metadata, dict):
             raise InvalidValueError(f"metadata must be a dict, got {type(metadata).__name__}")
+        check_json("metadata", metadata)
         fields = add_fields(
             env, e["content"], e.get("layer", layer), e.get("scope", "global"), e.get("tags")
         )
@@ -127,8 +130,12 @@ def bulk_add(
 def bulk_delete(env: Env, ids: Sequence[str]) -> Operation[list[str]]:
     """Delete many memories of any type in one batch of writes. Unknown ids are
     skipped (idempotent, like ``delete``); returns the ids removed."""
-    if isinstance(ids, str) or not all(isinstance(i, str) for i in ids):
-        raise InvalidValueError(f"ids must be a list of strings, got {ids!r}")
+    if (
+        isinstance(ids, str)
+        or not isinstance(ids, list | tuple | set | frozenset)
+        or not all(isinstance(i, str) for i in ids)
+    ):
+        raise InvalidValueError(f"ids must be a list of strings, got {shown(ids)}")
     wanted = list(dict.fromkeys(i for i in ids if i))
     records = yield from load_many(env, None, wanted, archived=False)
     found: list[MemoryRecord] = [r for r in records if r is not None]

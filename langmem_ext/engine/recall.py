@@ -32,7 +32,18 @@ from ..errors import InvalidValueError
 from ..stores import SEARCH_MODES
 from . import policy
 from ._core import matches, paged, search_ops
-from .env import Env, Layer, check_range, check_type, load, require
+from .checks import check_int, check_text, shown
+from .env import (
+    Env,
+    Layer,
+    check_filter,
+    check_range,
+    check_tags,
+    check_type,
+    check_types,
+    load,
+    require,
+)
 from .layers import precedence
 from .lifecycle import records_of
 from .models import RECORD_TYPES, Episode, Fact, MemoryRecord, Rule, parse_ts
@@ -98,14 +109,18 @@ def _scopes(scope: str | None) -> list[str] | None:
     if scope is None:
         return None
     if not isinstance(scope, str) or not scope:
-        raise InvalidValueError(f"scope must be a non-empty string, got {scope!r}")
+        raise InvalidValueError(f"scope must be a non-empty string, got {shown(scope)}")
     return sorted({"global", scope})
 
 
 def _check_limit(limit: Any) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-        raise InvalidValueError(f"limit must be an integer from 1 to 1000, got {limit!r}")
-    return limit
+    return check_int("limit", limit, 1, 1000)
+
+
+def _check_query(query: Any) -> str | None:
+    if query is not None and not isinstance(query, str):
+        raise InvalidValueError(f"query must be text or None, got {shown(query)}")
+    return query
 
 
 def _refs_ns(env: Env, record: MemoryRecord) -> tuple[str, ...]:
@@ -146,7 +161,7 @@ def bump(env: Env, records: Sequence[MemoryRecord], counted: bool = False) -> Op
 
 def get(env: Env, id: str, kind: str | None) -> Operation[MemoryRecord | None]:
     """The provider contract's get: the record, or None (no error) when it does not exist."""
-    kinds = [check_type(kind)] if kind else None
+    kinds = [check_type(kind)] if kind is not None else None
     record = yield from load(env, kinds, id)
     if record is not None:
         yield from read_refs(env, [record])
@@ -237,16 +252,17 @@ def search(
 ) -> Operation[list[Hit]]:
     """Seed 003 search: the chosen types in every readable layer, ranked by
     relevance (score desc, created_at desc, id asc)."""
-    types = list(SEARCH_TYPES if types is None else types)
-    for t in types:
-        check_type(t)
+    _check_query(query)
+    types = check_types(types, SEARCH_TYPES)
     if mode is not None and mode not in SEARCH_MODES:
         raise InvalidValueError(
-            f"unknown search mode {mode!r}; use one of {', '.join(SEARCH_MODES)}"
+            f"unknown search mode {shown(mode)}; use one of {', '.join(SEARCH_MODES)}"
         )
     _check_limit(limit)
     if min_confidence is not None:
         check_range("min_confidence", min_confidence, policy.CONFIDENCE_RANGE)
+    tags = check_tags(tags)
+    filter = check_filter(filter)
     read = env.layers(layers)
     fetch = limit * 3 + 10 if (tags or min_confidence is not None) else limit + 5
     scopes = _scopes(scope)
@@ -277,8 +293,7 @@ def recall(
 ) -> Operation[list[Hit]]:
     """Seed 003 recall: facts and rules by composite score; bumps references
     (``bump_refs=False``: the caller bumps the ones it uses, counts already read)."""
-    if not isinstance(topic, str) or not topic.strip():
-        raise InvalidValueError(f"topic must be a non-empty string, got {topic!r}")
+    check_text("topic", topic)
     _check_limit(limit)
     read = env.layers(layers)
     mode = env.config.recall_mode if env.caps.embeds and env.caps.modes else None
@@ -328,12 +343,13 @@ def search_layers(
     """Seed 001 search: one search per readable layer, all issued together;
     results at or above ``threshold`` ordered by layer precedence then score;
     lower-precedence near-duplicates dropped."""
+    _check_query(query)
     threshold = env.config.threshold if threshold is None else threshold
     check_range("threshold", threshold, (-1.0, 1.0))
     _check_limit(limit)
-    types = list(RECORD_TYPES if types is None else types)
-    for t in types:
-        check_type(t)
+    types = check_types(types, RECORD_TYPES)
+    tags = check_tags(tags)
+    filter = check_filter(filter)
     read = env.layers(layers)
     mode = "vector" if env.caps.embeds else "keyword"
     # One group of ops per layer, issued together: the layers run concurrently.
@@ -385,7 +401,7 @@ def _decode_cursor(cursor: str) -> tuple[str, str]:
         return str(created), str(id_)
     except Exception as e:
         raise InvalidValueError(
-            f"invalid cursor {cursor!r}; pass the next_cursor of the previous page"
+            f"invalid cursor {shown(cursor)}; pass the next_cursor of the previous page"
         ) from e
 
 
@@ -402,12 +418,14 @@ def list_memories(
     """Seed 001 list: live memories newest first, ``limit`` per page, a keyset
     cursor (stable while memories are added) and the total matching count."""
     _check_limit(limit)
-    types = list(RECORD_TYPES if types is None else types)
-    for t in types:
-        check_type(t)
-    read = env.layers([layer] if layer else None)
-    if filter is not None:
-        matches({}, filter)  # validate before reading
+    types = check_types(types, RECORD_TYPES)
+    tags = check_tags(tags)
+    filter = check_filter(filter)
+    if cursor is not None and not isinstance(cursor, str):
+        raise InvalidValueError(
+            f"cursor must be the next_cursor of the previous page, got {shown(cursor)}"
+        )
+    read = env.layers([layer] if layer is not None else None)
     after = _decode_cursor(cursor) if cursor else None
     rows: list[MemoryRecord] = []
     for la in read:

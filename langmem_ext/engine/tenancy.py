@@ -49,6 +49,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -56,7 +57,15 @@ from typing import Any, cast
 from langchain_core.runnables import RunnableConfig
 
 from .._langgraph import RUNTIME_KEY
-from ..errors import IdentityError, MissingIdentifierError, TenantAccessError
+from ..errors import (
+    ConfigurationError,
+    IdentityError,
+    InvalidValueError,
+    LangmemError,
+    MissingIdentifierError,
+    TenantAccessError,
+)
+from .checks import check_config, shown
 from .layout import DEFAULT_TENANT
 from .namespaces import IDENTITY_KEYS, NamespaceTemplate, resolve_identity
 
@@ -109,16 +118,31 @@ class MemoryContext:
     def __post_init__(self) -> None:
         if not self.tenant_id or not isinstance(self.tenant_id, str):
             raise MissingIdentifierError(
-                f"tenant_id must be a non-empty string, got {self.tenant_id!r}; leave it out "
+                f"tenant_id must be a non-empty string, got {shown(self.tenant_id)}; leave it out "
                 f"for the default tenant ({DEFAULT_TENANT!r})",
                 identifier="tenant_id",
             )
         for key in _ID_KEYS:
-            value = getattr(self, key)
-            if value is not None and not isinstance(value, str):
-                object.__setattr__(self, key, str(value))
+            object.__setattr__(self, key, _id_text(key, getattr(self, key), InvalidValueError))
+        for flag in ("is_admin", "elevated"):
+            if not isinstance(getattr(self, flag), bool):
+                raise InvalidValueError(
+                    f"{flag} must be True or False, got {shown(getattr(self, flag))}"
+                )
+        if self.actor is not None and not isinstance(self.actor, str):
+            raise InvalidValueError(f"actor must be a string or None, got {shown(self.actor)}")
         if self.space is not None:
-            object.__setattr__(self, "space", tuple(self.space))
+            space = self.space
+            if (
+                isinstance(space, str)
+                or not isinstance(space, tuple | list)
+                or not space
+                or not all(isinstance(x, str) and x for x in space)
+            ):
+                raise InvalidValueError(
+                    f"space must be a tuple of non-empty strings (a namespace), got {shown(space)}"
+                )
+            object.__setattr__(self, "space", tuple(space))
         if self.actor is None:
             object.__setattr__(self, "actor", self.user_id)
 
@@ -173,7 +197,13 @@ class MemoryContext:
             (('memories', 'ada'), 't1')
         """
         template = _template(namespace)
-        conf: Mapping[str, Any] = (config or {}).get("configurable") or {}
+        conf: Mapping[str, Any] = check_config(config).get("configurable") or {}
+        if default_tenant is not None and (
+            not isinstance(default_tenant, str) or not default_tenant
+        ):
+            raise ConfigurationError(
+                f"default_tenant must be a non-empty string or None, got {shown(default_tenant)}"
+            )
         given = conf.get("memory_context")
         if isinstance(given, MemoryContext):
             if template is None or given.space is not None:
@@ -191,7 +221,7 @@ class MemoryContext:
             ids["user_id"] = _first(read(k) for k in USER_ALIASES)
             ids["session_id"] = ids["session_id"] or read("thread_id")
             tenant = default_tenant or DEFAULT_TENANT
-            ctx = cls(tenant, **{k: _text(v) for k, v in ids.items()})  # type: ignore[arg-type]
+            ctx = cls(tenant, **{k: _id_text(k, v) for k, v in ids.items()})  # type: ignore[arg-type]
         else:
             ctx = _authenticated_context(cls, user, read, default_tenant)
         if template is None:
@@ -210,12 +240,12 @@ class MemoryContext:
         if not self.is_admin:
             raise TenantAccessError(
                 f"tenant selection is not allowed: the tenant comes from the "
-                f"authenticated caller ({self.tenant_id!r}); remove the tenant argument",
+                f"authenticated caller ({shown(self.tenant_id)}); remove the tenant argument",
                 requested=requested,
             )
         if requested != self.tenant_id and not self.elevated:
             raise TenantAccessError(
-                f"crossing into tenant {requested!r} needs an elevated admin context "
+                f"crossing into tenant {shown(requested)} needs an elevated admin context "
                 f"(permission {ELEVATE_PERMISSION!r})",
                 requested=requested,
             )
@@ -226,7 +256,7 @@ class MemoryContext:
         A space derived from the identity rule follows the new ids."""
         bad = set(ids) - set(_ID_KEYS)
         if bad:
-            raise TypeError(f"unknown identifiers {sorted(bad)}; use {', '.join(_ID_KEYS)}")
+            raise InvalidValueError(f"unknown identifiers {sorted(bad)}; use {', '.join(_ID_KEYS)}")
         return dataclasses.replace(self, **ids)  # type: ignore[arg-type]
 
 
@@ -266,6 +296,12 @@ def _fill(template: NamespaceTemplate, config: Any, ctx: MemoryContext) -> tuple
 def _authenticated(user: Any) -> bool:
     if user is None:
         return False
+    if not isinstance(user, Mapping) and not hasattr(user, "identity"):
+        # Fail closed: an auth user we cannot read is not "no authentication".
+        raise ConfigurationError(
+            "config['configurable']['langgraph_auth_user'] must be the authenticated user "
+            f"(a dict or an object with an identity), got {type(user).__name__}"
+        )
     if _read(user, "is_authenticated") is False:
         return False
     return bool(_read(user, "identity"))
@@ -274,44 +310,46 @@ def _authenticated(user: Any) -> bool:
 def _authenticated_context(
     cls: type[MemoryContext], user: Any, read: Any, default_tenant: str | None
 ) -> MemoryContext:
-    identity = str(_read(user, "identity"))
-    perms = set(_read(user, "permissions") or ())
-    admin = bool(_read(user, "is_admin")) or ADMIN_PERMISSION in perms
-    elevated = bool(_read(user, "elevated")) or ELEVATE_PERMISSION in perms
+    identity = _id_text("the auth user's identity", _read(user, "identity"))
+    perms = set(_strings("the auth user's permissions", _read(user, "permissions")))
+    # Only a real True makes an admin: a string such as "false" must not.
+    admin = _read(user, "is_admin") is True or ADMIN_PERMISSION in perms
+    elevated = _read(user, "elevated") is True or ELEVATE_PERMISSION in perms
     ids: dict[str, Any] = {"user_id": identity}
-    asked = _first(read(k) for k in USER_ALIASES)
-    if asked is not None and str(asked) != identity:
+    asked = _id_text("user_id", _first(read(k) for k in USER_ALIASES))
+    if asked is not None and asked != identity:
         if not (admin and elevated):
             raise IdentityError(
-                f"the config asks for user {str(asked)!r} but the authenticated user is "
-                f"{identity!r}; remove user_id from the config (it comes from the "
+                f"the config asks for user {shown(str(asked))} but the authenticated user is "
+                f"{shown(identity)}; remove user_id from the config (it comes from the "
                 "authentication), or act for another user with an elevated admin context",
                 requested=str(asked),
             )
         ids["user_id"] = str(asked)
     for key in _SHARED_KEYS:
-        own, grants = _read(user, key), _read(user, key + "s") or ()
-        wanted = read(key)
-        if wanted is None or (own is not None and str(wanted) == str(own)):
+        own = _id_text(f"the auth user's {key}", _read(user, key))
+        grants = _strings(f"the auth user's {key}s", _read(user, key + "s"))
+        wanted = _id_text(key, read(key))
+        if wanted is None or wanted == own:
             ids[key] = own
-        elif admin or str(wanted) in {str(g) for g in grants}:
+        elif admin or wanted in grants:
             ids[key] = wanted
         else:
             raise IdentityError(
-                f"the config asks for {key}={str(wanted)!r}, which the authenticated user "
-                f"{identity!r} was not granted; have the auth handler return it in "
-                f"{key!r} or {key + 's'!r}, or remove it from the config",
+                f"the config asks for {key}={shown(str(wanted))}, which the authenticated user "
+                f"{shown(identity)} was not granted; have the auth handler return it in "
+                f"{shown(key)} or {shown(key + 's')}, or remove it from the config",
                 requested=str(wanted),
                 identifier=key,
             )
-    ids["session_id"] = read("session_id") or read("thread_id")
-    tenant = _read(user, "tenant_id") or default_tenant or DEFAULT_TENANT
+    ids["session_id"] = _id_text("session_id", read("session_id") or read("thread_id"))
+    tenant = _id_text("the auth user's tenant_id", _read(user, "tenant_id"))
     return cls(
-        str(tenant),
+        tenant or default_tenant or DEFAULT_TENANT,
         actor=identity,
         is_admin=admin,
         elevated=elevated,
-        **{k: _text(v) for k, v in ids.items()},  # type: ignore[arg-type]
+        **ids,
     )
 
 
@@ -319,8 +357,27 @@ def _first(values: Any) -> Any:
     return next((v for v in values if v is not None), None)
 
 
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)
+def _id_text(key: str, value: Any, error: type[LangmemError] = ConfigurationError) -> str | None:
+    """An identifier as text: strings as they are, integers and UUIDs as
+    strings, None for missing; anything else (a dict, a list, a float) is an
+    error naming ``key``, never its ``str()``."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | uuid.UUID) and not isinstance(value, bool):
+        return str(value)
+    raise error(
+        f"{key} must be a string, an integer or a UUID, got {type(value).__name__} {shown(value)}",
+        key=key,
+    )
+
+
+def _strings(what: str, values: Any) -> list[str]:
+    """A list of identifiers or permissions (None: empty)."""
+    if values is None:
+        return []
+    if isinstance(values, str) or not isinstance(values, list | tuple | set | frozenset):
+        raise ConfigurationError(f"{what} must be a list of strings, got {shown(values)}")
+    return [t for v in values if (t := _id_text(what, v)) is not None]
 
 
 def _read(obj: Any, key: str) -> Any:

@@ -49,12 +49,13 @@ from typing import Any
 
 from ..engine import MemoryContext, MemoryEngine
 from ..engine import recall as rc
+from ..engine.checks import check_int, check_number, check_text, shown
 from ..engine.env import Env
 from ..engine.models import Fact, Rule, content_text
 from ..engine.profile import CONTEXT_KEYS, HISTORY_KEYS, Profile
 from ..engine.requests import Operation, run_async, run_sync
 from ..engine.scoring import best_first, composite, recency_factor, relevance
-from ..errors import InvalidValueError
+from ..errors import ConfigurationError, InvalidValueError
 from .tokens import TokenCounter, token_counter
 
 __all__ = [
@@ -70,6 +71,8 @@ __all__ = [
 DEFAULT_PROFILE_TOKENS = 2000
 DEFAULT_CONTEXT_BUDGET = 3000
 DEFAULT_QUOTAS: Mapping[str, float] = {"facts": 0.5, "rules": 0.25, "episodes": 0.25}
+#: The largest token budget accepted (more than any model's context window).
+MAX_TOKENS = 10_000_000
 TRUNCATED = "\n..."
 
 _LABELS = {
@@ -131,8 +134,12 @@ def format_profile(
         tokenizer: encoding name or ``str -> int`` (default cl100k_base).
     """
     count = token_counter(tokenizer)
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise InvalidValueError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+    check_int("max_tokens", max_tokens, 1, MAX_TOKENS)
+    if not isinstance(profile, Profile | Mapping):
+        raise InvalidValueError(
+            f"profile must be a Profile or a dict with user_context, history and facts, "
+            f"got {shown(profile)}"
+        )
     if isinstance(profile, Profile):
         ctx, hist = profile.user_context, profile.history
         facts: list[Any] = list(profile.facts)
@@ -210,14 +217,19 @@ def _render(chosen: dict[str, list[_Entry]]) -> str:
 
 
 def check_quotas(quotas: Mapping[str, float] | None) -> dict[str, float]:
+    if quotas is not None and not isinstance(quotas, Mapping):
+        raise InvalidValueError(
+            f"quotas maps sections ({', '.join(_TITLES)}) to shares of the budget, "
+            f"got {shown(quotas)}"
+        )
     q = dict(DEFAULT_QUOTAS if quotas is None else quotas)
     bad = set(q) - set(_TITLES)
-    if bad or any(
-        isinstance(v, bool) or not isinstance(v, int | float) or v < 0 for v in q.values()
-    ):
+    if bad:
         raise InvalidValueError(
-            f"quotas maps sections ({', '.join(_TITLES)}) to non-negative shares, got {quotas!r}"
+            f"quotas maps sections ({', '.join(_TITLES)}) to shares of the budget, "
+            f"got {shown(quotas)}"
         )
+    q = {s: check_number(f"quotas[{s!r}]", v, 0.0, 1.0) for s, v in q.items()}
     total = sum(q.values())
     if total > 1.0 + 1e-9:
         raise InvalidValueError(f"quotas add up to {total}; they must add up to at most 1")
@@ -294,14 +306,9 @@ def context_steps(
 ) -> Operation[str]:
     """The ``memory_context`` block (see the module docstring)."""
     count = token_counter(tokenizer)
-    if not isinstance(trigger_prompt, str) or not trigger_prompt.strip():
-        raise InvalidValueError(
-            f"trigger_prompt must be a non-empty string, got {trigger_prompt!r}"
-        )
-    if not isinstance(butler, str) or not butler.strip():
-        raise InvalidValueError(f"butler must be a non-empty string, got {butler!r}")
-    if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1:
-        raise InvalidValueError(f"token_budget must be a positive integer, got {token_budget!r}")
+    check_text("trigger_prompt", trigger_prompt)
+    check_text("butler", butler)
+    check_int("token_budget", token_budget, 1, MAX_TOKENS)
     q = check_quotas(quotas)
     recalled = yield from rc.recall(
         env, trigger_prompt, scope=butler, limit=limit, layers=None, bump_refs=False
@@ -369,6 +376,7 @@ def memory_context(
         >>> "Is vegetarian" in memory_context(engine, ctx, "Help user with diet", "health")
         True
     """
+    _check_engine(engine)
     with engine.metrics.measure("context"):
         env = engine.env(ctx, tenant)
         step = context_steps(env, trigger_prompt, butler, token_budget, quotas, tokenizer)
@@ -387,7 +395,13 @@ async def amemory_context(
     tenant: str | None = None,
 ) -> str:
     """Async :func:`memory_context`."""
+    _check_engine(engine)
     with engine.metrics.measure("context"):
         env = engine.env(ctx, tenant)
         step = context_steps(env, trigger_prompt, butler, token_budget, quotas, tokenizer)
         return await run_async(step, engine.store, engine.config)
+
+
+def _check_engine(engine: Any) -> None:
+    if not isinstance(engine, MemoryEngine):
+        raise ConfigurationError(f"engine must be a MemoryEngine, got {type(engine).__name__}")

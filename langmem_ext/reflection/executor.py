@@ -61,6 +61,7 @@ import contextlib
 import logging
 import threading
 import time
+import uuid
 import weakref
 from collections import deque
 from concurrent.futures import Future
@@ -72,10 +73,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.store.base import BaseStore
 
-from .._langgraph import config_runtime, current_config, graph_store
-from ..engine import EngineConfig, EnginesByStore, MemoryEngine
+from .._langgraph import config_runtime, graph_store
+from ..engine import EngineConfig, EnginesByStore, MemoryEngine, NamespaceTemplate
+from ..engine.checks import check_int, check_number, check_text, run_config, shown
+from ..engine.env import check_filter
 from ..engine.requests import run_async, run_sync
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, InvalidValueError
 from .extract import FactExtractor
 from .jobs import Job, as_current, merge_messages, messages_of, store_config
 from .reflect import ReflectionSettings, reflect_steps
@@ -156,10 +159,12 @@ class ReflectionExecutor:
                 "ReflectionExecutor(create_memory_store_manager(...), store=store)"
             )
         if on_exit not in ("drain", "cancel"):
-            raise ConfigurationError(f"on_exit must be 'drain' or 'cancel', got {on_exit!r}")
+            raise ConfigurationError(f"on_exit must be 'drain' or 'cancel', got {shown(on_exit)}")
         _check_delay(delay)
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise ConfigurationError(f"workers must be an integer >= 1, got {workers!r}")
+        check_number("exit_timeout", exit_timeout, 0.0, MAX_DELAY, ConfigurationError)
+        check_int("workers", workers, 1, 64, ConfigurationError)
+        _check_parts(reflector, engine, store, settings, engine_config, default_tenant)
+        NamespaceTemplate(memory_namespace)
         self.workers = workers
         self.manager: Runnable | None = (
             cast(Runnable, reflector) if _is_manager(reflector) else None
@@ -246,9 +251,19 @@ class ReflectionExecutor:
         if self._closed:
             raise RuntimeError("this ReflectionExecutor is shut down; create a new one")
         messages, extra = messages_of(payload)
-        config = cast(RunnableConfig, dict(current_config(config)))
+        config = cast(RunnableConfig, dict(run_config(config)))
+        if store is not None and not isinstance(store, BaseStore):
+            raise ConfigurationError(
+                f"store must be a LangGraph BaseStore, got {type(store).__name__}"
+            )
         if thread_id is _UNSET:
             thread_id = (config.get("configurable") or {}).get("thread_id")
+        if thread_id is not None and (
+            isinstance(thread_id, bool) or not isinstance(thread_id, str | int | uuid.UUID)
+        ):
+            raise InvalidValueError(
+                f"thread_id must be a string, an integer or a UUID, got {shown(thread_id)}"
+            )
         thread = str(thread_id) if thread_id is not None else "default"
         wait = self.delay if delay is None else _check_delay(delay)
         due = time.monotonic() + wait
@@ -640,7 +655,7 @@ class ReflectionExecutor:
     ) -> list[dict[str, Any]]:
         """Search the memories this executor writes (LangMem's form): the
         manager's namespace, or the caller's own memories; items as dicts."""
-        store, ns = self._search_target(namespace, config)
+        store, ns = self._search_target(namespace, config, query, filter, (limit, offset))
         items = store.search(ns, query=query, filter=filter, limit=limit, offset=offset)
         return [it.dict() for it in items]
 
@@ -655,14 +670,29 @@ class ReflectionExecutor:
         config: RunnableConfig | None = None,
     ) -> list[dict[str, Any]]:
         """Async :meth:`search`."""
-        store, ns = self._search_target(namespace, config)
+        store, ns = self._search_target(namespace, config, query, filter, (limit, offset))
         items = await store.asearch(ns, query=query, filter=filter, limit=limit, offset=offset)
         return [it.dict() for it in items]
 
     def _search_target(
-        self, namespace: Any, config: RunnableConfig | None
+        self, namespace: Any, config: RunnableConfig | None, query: Any, filter: Any, page: Any
     ) -> tuple[BaseStore, tuple[str, ...]]:
-        config = current_config(config)
+        if query is not None and not isinstance(query, str):
+            raise InvalidValueError(f"query must be text or None, got {shown(query)}")
+        check_filter(filter)
+        check_int("limit", page[0], 1, MAX_PAGE)
+        check_int("offset", page[1], 0, MAX_PAGE)
+        labels = (namespace,) if isinstance(namespace, str) else namespace
+        if namespace is not None and not (
+            isinstance(labels, tuple)
+            and labels
+            and all(isinstance(x, str) and x and "." not in x and "\x00" not in x for x in labels)
+        ):
+            raise InvalidValueError(
+                f"namespace must be a tuple of labels such as ('memories', 'ada'), "
+                f"got {shown(namespace)}"
+            )
+        config = run_config(config)
         store = self._store or getattr(config_runtime(config), "store", None) or graph_store()
         if store is None and self._engine is not None:
             store = self._engine.store
@@ -710,7 +740,41 @@ def _owner(key: tuple[Any, ...]) -> tuple[Any, ...]:
     return key[:-1]
 
 
+#: The longest debounce delay accepted, in seconds (a week): longer waits are
+#: mistakes, and a timeout beyond the platform's limit would kill the worker.
+MAX_DELAY = 7 * 24 * 3600.0
+#: The largest limit or offset of :meth:`ReflectionExecutor.search`.
+MAX_PAGE = 10_000
+
+
 def _check_delay(delay: Any) -> float:
-    if isinstance(delay, bool) or not isinstance(delay, int | float) or not delay >= 0:
-        raise ConfigurationError(f"delay must be a number of seconds >= 0, got {delay!r}")
-    return float(delay)
+    return check_number("delay", delay, 0.0, MAX_DELAY, ConfigurationError)
+
+
+def _check_parts(
+    reflector: Any,
+    engine: Any,
+    store: Any,
+    settings: Any,
+    engine_config: Any,
+    default_tenant: Any,
+) -> None:
+    """The executor's collaborators, checked when it is created."""
+    if reflector is not None and not isinstance(
+        reflector, str | BaseChatModel | FactExtractor | Runnable
+    ):
+        raise ConfigurationError(
+            "the reflector must be a chat model, a 'provider:model' string, a FactExtractor "
+            f"or a store manager, got {type(reflector).__name__}"
+        )
+    for name, value, kind in (
+        ("engine", engine, MemoryEngine),
+        ("store", store, BaseStore),
+        ("settings", settings, ReflectionSettings),
+        ("engine_config", engine_config, EngineConfig),
+    ):
+        if value is not None and not isinstance(value, kind):
+            raise ConfigurationError(
+                f"{name} must be a {kind.__name__} or None, got {type(value).__name__}"
+            )
+    check_text("default_tenant", default_tenant, optional=True, error=ConfigurationError)

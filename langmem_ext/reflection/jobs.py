@@ -31,6 +31,8 @@ from langgraph.store.base import BaseStore
 
 from .._langgraph import RUNTIME_KEY
 from ..engine import MemoryContext, MemoryEngine
+from ..engine.checks import shown
+from ..errors import InvalidValueError
 
 __all__ = ["Job", "as_current", "merge_messages", "messages_of", "store_config"]
 
@@ -85,7 +87,7 @@ def messages_of(payload: Any) -> tuple[list[BaseMessage], dict[str, Any]]:
     the payload's other keys.
 
     Raises:
-        TypeError: the payload holds no list of messages.
+        InvalidValueError: the payload holds no list of messages.
     """
     extra: dict[str, Any] = {}
     if isinstance(payload, Mapping) and "messages" in payload:
@@ -93,12 +95,21 @@ def messages_of(payload: Any) -> tuple[list[BaseMessage], dict[str, Any]]:
         payload = payload["messages"]
     elif hasattr(payload, "messages") and not isinstance(payload, Sequence):
         payload = payload.messages
-    if not isinstance(payload, Sequence) or isinstance(payload, str):
-        raise TypeError(
+    if not isinstance(payload, Sequence) or isinstance(payload, str | bytes):
+        raise InvalidValueError(
             "submit() takes a list of messages or a state with 'messages', "
             f"got {type(payload).__name__}"
         )
-    return list(convert_to_messages(payload)), extra
+    try:
+        return list(convert_to_messages(payload)), extra
+    except RecursionError:
+        raise InvalidValueError("the messages are nested too deeply to be messages") from None
+    except (TypeError, ValueError, NotImplementedError, AttributeError, KeyError) as e:
+        # LangChain's conversion raises any of these for what is not a message.
+        raise InvalidValueError(
+            f"submit() takes chat messages (message objects, dicts with role and content, "
+            f"or (role, text) pairs), got {shown(payload)}: {e}"
+        ) from None
 
 
 def store_config(config: RunnableConfig, store: BaseStore | None) -> RunnableConfig:

@@ -36,9 +36,10 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.store.base import BaseStore
 
 from .._langgraph import current_config, graph_store
-from ..engine import EngineConfig, EnginesByStore, MemoryEngine
+from ..engine import EngineConfig, EnginesByStore, MemoryEngine, NamespaceTemplate
+from ..engine.checks import check_int, check_text, run_config, shown
 from ..engine.requests import run_async, run_sync
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, InvalidValueError
 from . import context as cx
 from .tokens import TokenCounter, token_counter
 
@@ -100,11 +101,19 @@ class MemoryPrompt:
         title: str | None = "What you remember about the user:",
     ) -> None:
         if kind not in ("profile", "context"):
-            raise ValueError(f"kind must be 'profile' or 'context', got {kind!r}")
+            raise ConfigurationError(f"kind must be 'profile' or 'context', got {shown(kind)}")
+        if engine is not None and not isinstance(engine, MemoryEngine):
+            raise ConfigurationError(f"engine must be a MemoryEngine, got {type(engine).__name__}")
         self.engine = engine
         self.kind = kind
         default = cx.DEFAULT_PROFILE_TOKENS if kind == "profile" else cx.DEFAULT_CONTEXT_BUDGET
         self.max_tokens = default if max_tokens is None else max_tokens
+        check_int("max_tokens", self.max_tokens, 1, cx.MAX_TOKENS, ConfigurationError)
+        check_text("butler", butler, error=ConfigurationError)
+        check_text("default_tenant", default_tenant, optional=True, error=ConfigurationError)
+        if title is not None and not isinstance(title, str):
+            raise ConfigurationError(f"title must be text or None, got {shown(title)}")
+        NamespaceTemplate(namespace)
         self.butler = butler
         self.quotas = cx.check_quotas(quotas)
         self.tokenizer = tokenizer
@@ -119,6 +128,10 @@ class MemoryPrompt:
         """``create_react_agent(pre_model_hook=...)``: a system message with the block."""
 
     def _engine(self, store: BaseStore | None) -> MemoryEngine:
+        if store is not None and not isinstance(store, BaseStore):
+            raise ConfigurationError(
+                f"store must be a LangGraph BaseStore, got {type(store).__name__}"
+            )
         if self.engine is not None:
             return self.engine
         store = store or graph_store()
@@ -163,7 +176,7 @@ class MemoryPrompt:
         """The block for the caller in ``config`` (None when there is nothing).
         ``query``: the trigger prompt of ``kind="context"``."""
         engine = self._engine(store)
-        config = current_config(config)
+        config = _checked(config, query)
         block = run_sync(self._step(engine, config, query), engine.store, engine.config)
         return self._titled(block)
 
@@ -176,7 +189,7 @@ class MemoryPrompt:
     ) -> str | None:
         """Async :meth:`render`."""
         engine = self._engine(store)
-        config = current_config(config)
+        config = _checked(config, query)
         block = await run_async(self._step(engine, config, query), engine.store, engine.config)
         return self._titled(block)
 
@@ -193,6 +206,12 @@ class MemoryPrompt:
     def middleware(self) -> MemoryPromptMiddleware:
         """Middleware for LangChain's ``create_agent``: the block in every model call."""
         return MemoryPromptMiddleware(self)
+
+
+def _checked(config: Any, query: Any) -> Any:
+    if query is not None and not isinstance(query, str):
+        raise InvalidValueError(f"query must be text or None, got {shown(query)}")
+    return run_config(config)
 
 
 class MemoryPromptMiddleware(AgentMiddleware):

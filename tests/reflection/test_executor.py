@@ -14,7 +14,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langmem_ext.engine import MemoryContext, MemoryEngine
-from langmem_ext.errors import ConfigurationError, MissingIdentifierError
+from langmem_ext.errors import ConfigurationError, InvalidValueError, MissingIdentifierError
 from langmem_ext.reflection import ReflectionExecutor, ReflectionSettings
 from langmem_ext.testing.chat import ScriptedExtractionModel
 
@@ -131,7 +131,7 @@ def test_bad_configuration_is_a_clear_error_at_submit(engine, store):
     with make_executor([], engine) as ex:
         with pytest.raises(MissingIdentifierError, match="has no user"):
             ex.submit(turn(0), {"configurable": {"thread_id": "t1"}})
-        with pytest.raises(TypeError, match="list of messages"):
+        with pytest.raises(InvalidValueError, match="list of messages"):
             ex.submit("hello", config_for(MemoryContext("acme", user_id="ada")))
     with pytest.raises(ConfigurationError, match="has no store"):
         ReflectionExecutor(ScriptedExtractionModel([])).submit(
