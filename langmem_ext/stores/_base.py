@@ -414,12 +414,21 @@ class HybridStore(BaseStore):
         return stopped
 
 
+def _listed(ops: Any) -> tuple[Any, list[str]]:
+    # Not-a-list input passes through unchanged: the backend's batch() turns it
+    # into its clear InvalidValueError; the wrapper must not fail first.
+    if isinstance(ops, Iterable) and not isinstance(ops, str | bytes | Mapping):
+        ops = list(ops)
+        return ops, [op_name(op) for op in ops]
+    return ops, []
+
+
 def _measured(batch: Any) -> Any:
     @functools.wraps(batch)
     def measured(self: BaseStore, ops: Iterable[Op]) -> list[Any]:
-        ops = list(ops)
+        ops, names = _listed(ops)
         metrics = shared_metrics()
-        with metrics.measure(type(self).__name__, [op_name(op) for op in ops]):
+        with metrics.measure(type(self).__name__, names):
             results = batch(self, ops)
         metrics.searched(type(self).__name__, ops, results)
         return results  # type: ignore[no-any-return]
@@ -430,9 +439,9 @@ def _measured(batch: Any) -> Any:
 def _ameasured(abatch: Any) -> Any:
     @functools.wraps(abatch)
     async def measured(self: BaseStore, ops: Iterable[Op]) -> list[Any]:
-        ops = list(ops)
+        ops, names = _listed(ops)
         metrics = shared_metrics()
-        with metrics.measure(type(self).__name__, [op_name(op) for op in ops]):
+        with metrics.measure(type(self).__name__, names):
             results = await abatch(self, ops)
         metrics.searched(type(self).__name__, ops, results)
         return results  # type: ignore[no-any-return]

@@ -22,8 +22,21 @@ app = typer.Typer(
 )
 
 
+def _version(show: bool) -> None:
+    if show:
+        from importlib.metadata import version
+
+        typer.echo(f"langmem-ext {version('langmem-ext')}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
     """Long-term memory for LangGraph agents."""
 
 
@@ -132,6 +145,10 @@ def mcp(
     except LangmemError as e:
         raise typer.BadParameter(str(e)) from e
 
+
+from .cli_memories import app as memories_app  # noqa: E402 - registered after the commands
+
+app.add_typer(memories_app, name="memories")
 
 bench_app = typer.Typer(help="Benchmarks you can rerun on your machine.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")

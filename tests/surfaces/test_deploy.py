@@ -5,6 +5,7 @@ use it, one user's memories out of another's reach."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -90,3 +91,13 @@ def test_langgraph_dev_serves_the_agent_on_our_store(server):
     )
     assert client.store.search_items(["user", "bob"])["items"] == []
     print("\nlanggraph dev: store API + agent run on SQLiteStore:", [i["key"] for i in found])
+
+
+def test_the_docs_client_example_runs_against_langgraph_dev(server, capsys):
+    text = (ROOT / "docs" / "deploy.md").read_text()
+    blocks = re.findall(r"```python[^\n]*\n(.*?)```", text, re.S)
+    block = next(b for b in blocks if "get_sync_client(" in b)
+    code = block.replace('"http://127.0.0.1:2024"', repr(server))
+    assert code != block
+    exec(compile(code, "deploy.md", "exec"), {})
+    assert "I live in Berlin" in capsys.readouterr().out

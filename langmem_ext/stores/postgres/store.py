@@ -19,6 +19,7 @@ from psycopg_pool import ConnectionPool
 from ...errors import StoreError
 from .._ops import SearchMode
 from ..embeddings import IndexInput
+from . import _transfer
 from ._adapt import adapt, dumper_for
 from ._config import check_conn, check_pipeline, pool_options
 from ._core import (
@@ -272,6 +273,16 @@ class PostgresStore(PostgresCore):
     def sweep_ttl(self) -> int:
         """Delete expired items now (with their vectors); returns how many."""
         return int(self._run(self._sweep_steps(), "the TTL sweep"))
+
+    # -- export/import (see stores.transfer) ------------------------------------
+
+    def _transfer_page(
+        self, namespace_prefix: tuple[str, ...], after: int, limit: int
+    ) -> list[tuple[int, dict[str, Any]]]:
+        return self._run(_transfer.page_steps(namespace_prefix, after, limit), "an export")  # type: ignore[no-any-return]
+
+    def _restore_timestamps(self, rows: Sequence[tuple[tuple[str, ...], str, Any]]) -> None:
+        self._run(_transfer.restore_steps(rows), "an import")
 
 
 class _Cache:

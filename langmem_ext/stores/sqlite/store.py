@@ -30,7 +30,7 @@ from .._ops import (
 )
 from .._vector_index import VectorIndex
 from ..embeddings import IndexInput
-from . import _exec, _vectors
+from . import _exec, _transfer, _vectors
 from ._sql import sql_json_equal
 from .schema import migrate, register_functions
 
@@ -369,6 +369,18 @@ class SQLiteStore(HybridStore):
     async def asweep_ttl(self) -> int:
         """Async :meth:`sweep_ttl`."""
         return await asyncio.to_thread(self.sweep_ttl)
+
+    # -- export/import (see stores.transfer) ------------------------------------
+
+    def _transfer_page(
+        self, namespace_prefix: tuple[str, ...], after: int, limit: int
+    ) -> list[tuple[int, dict[str, Any]]]:
+        with self._lock:
+            return _transfer.page(self._connect(), namespace_prefix, after, limit, time.time())
+
+    def _restore_timestamps(self, rows: Sequence[tuple[tuple[str, ...], str, Any]]) -> None:
+        with self._lock, self._txn(immediate=True) as conn:
+            _transfer.restore(conn, rows)
 
     # -- embedding cache backend -------------------------------------------------
 

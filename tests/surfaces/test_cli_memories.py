@@ -1,0 +1,173 @@
+"""``langmem-ext memories``: the commands on a SQLite file, and JSON Lines
+export → import round trips (SQLite → PostgreSQL → SQLite) that keep every
+field: value, timestamps, indexing, TTL and expiry."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from psycopg.conninfo import conninfo_to_dict
+from typer.testing import CliRunner
+
+from langmem_ext import SQLiteStore
+from langmem_ext.surfaces.cli import app
+from tests.postgres_server import pg_server  # noqa: F401 - fixture
+
+runner = CliRunner()
+
+
+def cli(*args: str, ok: bool = True) -> str:
+    result = runner.invoke(app, list(args))
+    if ok:
+        assert result.exit_code == 0, result.output
+    else:
+        assert result.exit_code != 0, result.output
+    return result.output
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return str(tmp_path / "memories.db")
+
+
+def test_version():
+    assert cli("--version").startswith("langmem-ext ")
+
+
+def test_put_get_list_search_delete(db):
+    cli("memories", "put", "user/ada", "m1", '{"content": "Ada likes green tea"}', "--db", db)
+    cli("memories", "put", "user/ada", "m2", '{"content": "Ada lives in Munich"}', "--db", db)
+    cli("memories", "put", "user/bob", "m1", '{"content": "Bob likes coffee"}', "--db", db)
+
+    got = json.loads(cli("memories", "get", "user/ada", "m2", "--db", db))
+    assert got["value"] == {"content": "Ada lives in Munich"}
+    assert got["namespace"] == ["user", "ada"]
+
+    listed = cli("memories", "list", "user/ada", "--db", db)
+    assert "Ada likes green tea" in listed and "Ada lives in Munich" in listed
+    assert "Bob" not in listed
+
+    found = cli("memories", "search", "where does Ada live", "--namespace", "user/ada", "--db", db)
+    lines = [line for line in found.splitlines() if "Ada" in line]
+    assert "Munich" in lines[0], found  # best first
+    assert any(ch.isdigit() for ch in lines[0].split()[1])  # a score is shown
+
+    cli("memories", "delete", "user/ada", "m2", "--db", db)
+    out = cli("memories", "get", "user/ada", "m2", "--db", db, ok=False)
+    assert "no item 'm2'" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("put", "user/ada", "m1", "[1, 2]"), "must be a dict"),
+        (("put", "user/ada", "m1", "{oops"), "Expecting property name"),
+        (("put", "", "m1", '{"content": "x"}'), "empty"),
+        (("search", "tea", "--filter", "{bad"), "Expecting property name"),
+    ],
+)
+def test_bad_input_is_a_clear_error_and_stores_nothing(db, args, message):
+    out = cli("memories", *args, "--db", db, ok=False)
+    assert message in out
+    assert "Traceback" not in out
+    with SQLiteStore(db) as store:
+        assert store.search(()) == []
+
+
+def _export(db: str, path: Path) -> list[dict]:
+    cli("memories", "export", str(path), "--db", db)
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _seed(db: str) -> None:
+    with SQLiteStore(db, index={"embed": "local", "fields": ["content"]}) as store:
+        store.put(("user", "ada"), "fact", {"kind": "fact", "content": "Lives in Munich"})
+        store.put(("user", "ada"), "quiet", {"content": "Not searchable"}, index=False)
+        store.put(("user", "ada", "episodes"), "e1", {"content": "Met Bob"}, ttl=90.5)
+        store.put(("user", "bob"), "m1", {"content": "Bob ünïcode ✓", "n": [1, {"x": None}]})
+
+
+def test_round_trip_sqlite_postgres_sqlite_keeps_every_field(tmp_path, pg_server):  # noqa: F811
+    source = str(tmp_path / "source.db")
+    _seed(source)
+    first = _export(source, tmp_path / "a.jsonl")
+    assert len(first) == 4
+    by_key = {(tuple(r["namespace"]), r["key"]): r for r in first}
+    assert by_key[("user", "ada"), "quiet"]["indexed"] is False
+    assert by_key[("user", "ada"), "fact"]["indexed"] is True
+    assert by_key[("user", "ada", "episodes"), "e1"]["ttl"] == 90.5
+    assert by_key[("user", "ada", "episodes"), "e1"]["expires_at"] is not None
+
+    dbname = conninfo_to_dict(pg_server.fresh_database())["dbname"]
+    url = pg_server.uri(dbname)
+    out = cli("memories", "import", str(tmp_path / "a.jsonl"), "--db", url)
+    assert "imported 4 items" in out
+    second = _export(url, tmp_path / "b.jsonl")
+
+    back = str(tmp_path / "back.db")
+    cli("memories", "import", str(tmp_path / "b.jsonl"), "--db", back)
+    third = _export(back, tmp_path / "c.jsonl")
+
+    def norm(rows):
+        return sorted(rows, key=lambda r: (r["namespace"], r["key"]))
+
+    assert norm(second) == norm(first)
+    assert norm(third) == norm(first)
+
+    # Indexing came across too: the quiet item is not found, the fact is.
+    hits = cli("memories", "search", "Munich", "--namespace", "user/ada", "--db", url)
+    assert "Lives in Munich" in hits
+    found = cli("memories", "search", "searchable", "--namespace", "user/ada", "--db", url)
+    assert "Not searchable" not in found
+    assert "1 more without a score" in found
+    every = cli("memories", "search", "searchable", "--namespace", "user/ada", "--db", url, "--all")
+    assert any(r.split("│")[1:2] == ["     - "] and "quiet" in r for r in every.splitlines())
+
+
+def test_export_of_one_namespace(db, tmp_path):
+    _seed(db)
+    rows = _export_ns(db, tmp_path / "ada.jsonl", "user/ada")
+    assert {tuple(r["namespace"]) for r in rows} == {("user", "ada"), ("user", "ada", "episodes")}
+
+
+def _export_ns(db: str, path: Path, ns: str) -> list[dict]:
+    cli("memories", "export", str(path), "--namespace", ns, "--db", db)
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+GOOD = '{"namespace": ["user", "ada"], "key": "k%d", "value": {"content": "fact %d"}}'
+
+
+def test_malformed_lines_are_reported_with_numbers_and_nothing_is_imported(db, tmp_path):
+    lines = [
+        GOOD % (1, 1),
+        "{not json",
+        GOOD % (3, 3),
+        '{"namespace": "user", "key": "k", "value": {}}',
+        '{"namespace": ["user"], "key": "k", "value": [1]}',
+        '{"namespace": ["user"], "key": "k", "value": {}, "ttl": -5}',
+        '{"namespace": ["user"], "key": "k", "value": {}, "created_at": "yesterday"}',
+        "",
+        GOOD % (9, 9),
+    ]
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    out = cli("memories", "import", str(path), "--db", db, ok=False)
+    assert "5 malformed line(s), nothing imported" in out
+    for number in (2, 4, 5, 6, 7):
+        assert f"line {number}:" in out
+    assert "--skip-bad" in out
+    with SQLiteStore(db) as store:
+        assert store.search(()) == []
+
+    out = cli("memories", "import", str(path), "--db", db, "--skip-bad")
+    assert "imported 3 items" in out and "skipped line 2" in out
+    with SQLiteStore(db) as store:
+        assert sorted(i.key for i in store.search(("user", "ada"))) == ["k1", "k3", "k9"]
+
+
+def test_missing_file_is_a_clear_error(db, tmp_path):
+    out = cli("memories", "import", str(tmp_path / "nope.jsonl"), "--db", db, ok=False)
+    assert "nope.jsonl" in out and "Traceback" not in out
