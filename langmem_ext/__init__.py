@@ -1,6 +1,6 @@
 """langmem_ext: long-term memory for LangGraph / LangChain agents.
 
-Example:
+Examples:
     >>> from langmem_ext import SQLiteStore
     >>> store = SQLiteStore(":memory:")
     >>> store.put(("user", "u-1"), "m1", {"content": "likes tea"})
@@ -8,63 +8,141 @@ Example:
     {'content': 'likes tea'}
 """
 
-from .engine import EngineConfig, EngineMetrics, HealthStatus, MemoryContext, MemoryEngine
-from .errors import (
-    ConfigurationError,
-    ContentTooLongError,
-    EmbeddingDimensionError,
-    InvalidLayerError,
-    InvalidValueError,
-    LangmemError,
-    MemoryNotFoundError,
-    MissingIdentifierError,
-    ProviderError,
-    RateLimitedError,
-    StoreError,
-    TenantAccessError,
-)
-from .reflection import (
-    MemoryPrompt,
-    ReflectionExecutor,
-    create_memory_manager,
-    create_memory_store_manager,
-    create_thread_extractor,
-)
-from .stores import (
-    AsyncPostgresStore,
-    CachedEmbeddings,
-    HybridSearchOp,
-    IndexConfig,
-    LocalEmbeddings,
-    PostgresStore,
-    SQLiteStore,
-    VectorIndexConfig,
-)
-from .surfaces import (
-    Compartments,
-    MemoryToolError,
-    NamespaceTemplate,
-    create_manage_memory_tool,
-    create_search_memory_tool,
-)
-from .surfaces.memory_tools import create_memory_tools
-from .surfaces.searcher import create_memory_searcher
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_exports
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time names load on first use
+    from .engine import EngineConfig, EngineMetrics, HealthStatus, MemoryContext, MemoryEngine
+    from .errors import (
+        AuthenticationError,
+        CompartmentFullError,
+        ConfigurationError,
+        ContentTooLongError,
+        EmbeddingDimensionError,
+        ExtractionError,
+        FactNotFoundError,
+        IdentityError,
+        InvalidEmbeddingError,
+        InvalidLayerError,
+        InvalidMemoryTypeError,
+        InvalidNamespaceError,
+        InvalidOperationError,
+        InvalidValueError,
+        LangmemError,
+        MemoryNotFoundError,
+        MemoryToolError,
+        MemoryToolNotFoundError,
+        MissingIdentifierError,
+        ProviderError,
+        RateLimitedError,
+        StoreError,
+        StoreUnavailableError,
+        TenantAccessError,
+    )
+    from .reflection import (
+        MemoryPrompt,
+        ReflectionExecutor,
+        create_memory_manager,
+        create_memory_store_manager,
+        create_thread_extractor,
+    )
+    from .stores import (
+        AsyncPostgresStore,
+        CachedEmbeddings,
+        HybridSearchOp,
+        IndexConfig,
+        LocalEmbeddings,
+        PostgresStore,
+        SQLiteStore,
+        VectorIndexConfig,
+    )
+    from .surfaces import (
+        Compartments,
+        NamespaceTemplate,
+        create_manage_memory_tool,
+        create_search_memory_tool,
+    )
+    from .surfaces.memory_tools import create_memory_tools
+    from .surfaces.searcher import create_memory_searcher
+
+#: Where each exported name lives: ``import langmem_ext`` imports none of them,
+#: ``from langmem_ext import SQLiteStore`` only the SQLite store.
+_EXPORTS = {
+    "AsyncPostgresStore": ".stores",
+    "AuthenticationError": ".errors",
+    "CachedEmbeddings": ".stores",
+    "CompartmentFullError": ".errors",
+    "Compartments": ".surfaces",
+    "ConfigurationError": ".errors",
+    "ContentTooLongError": ".errors",
+    "EmbeddingDimensionError": ".errors",
+    "EngineConfig": ".engine",
+    "EngineMetrics": ".engine",
+    "ExtractionError": ".errors",
+    "FactNotFoundError": ".errors",
+    "HealthStatus": ".engine",
+    "HybridSearchOp": ".stores",
+    "IdentityError": ".errors",
+    "IndexConfig": ".stores",
+    "InvalidEmbeddingError": ".errors",
+    "InvalidLayerError": ".errors",
+    "InvalidMemoryTypeError": ".errors",
+    "InvalidNamespaceError": ".errors",
+    "InvalidOperationError": ".errors",
+    "InvalidValueError": ".errors",
+    "LangmemError": ".errors",
+    "LocalEmbeddings": ".stores",
+    "MemoryContext": ".engine",
+    "MemoryEngine": ".engine",
+    "MemoryNotFoundError": ".errors",
+    "MemoryPrompt": ".reflection",
+    "MemoryToolError": ".errors",
+    "MemoryToolNotFoundError": ".errors",
+    "MissingIdentifierError": ".errors",
+    "NamespaceTemplate": ".surfaces",
+    "PostgresStore": ".stores",
+    "ProviderError": ".errors",
+    "RateLimitedError": ".errors",
+    "ReflectionExecutor": ".reflection",
+    "SQLiteStore": ".stores",
+    "StoreError": ".errors",
+    "StoreUnavailableError": ".errors",
+    "TenantAccessError": ".errors",
+    "VectorIndexConfig": ".stores",
+    "create_manage_memory_tool": ".surfaces",
+    "create_memory_manager": ".reflection",
+    "create_memory_searcher": ".surfaces.searcher",
+    "create_memory_store_manager": ".reflection",
+    "create_memory_tools": ".surfaces.memory_tools",
+    "create_search_memory_tool": ".surfaces",
+    "create_thread_extractor": ".reflection",
+}
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AsyncPostgresStore",
+    "AuthenticationError",
     "CachedEmbeddings",
+    "CompartmentFullError",
     "Compartments",
     "ConfigurationError",
     "ContentTooLongError",
     "EmbeddingDimensionError",
     "EngineConfig",
     "EngineMetrics",
+    "ExtractionError",
+    "FactNotFoundError",
     "HealthStatus",
     "HybridSearchOp",
+    "IdentityError",
     "IndexConfig",
+    "InvalidEmbeddingError",
     "InvalidLayerError",
+    "InvalidMemoryTypeError",
+    "InvalidNamespaceError",
+    "InvalidOperationError",
     "InvalidValueError",
     "LangmemError",
     "LocalEmbeddings",
@@ -73,6 +151,7 @@ __all__ = [
     "MemoryNotFoundError",
     "MemoryPrompt",
     "MemoryToolError",
+    "MemoryToolNotFoundError",
     "MissingIdentifierError",
     "NamespaceTemplate",
     "PostgresStore",
@@ -81,6 +160,7 @@ __all__ = [
     "ReflectionExecutor",
     "SQLiteStore",
     "StoreError",
+    "StoreUnavailableError",
     "TenantAccessError",
     "VectorIndexConfig",
     "__version__",
@@ -92,3 +172,5 @@ __all__ = [
     "create_search_memory_tool",
     "create_thread_extractor",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, ["__version__"])

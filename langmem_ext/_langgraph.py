@@ -5,7 +5,7 @@ which a node's config carries the ``Runtime``, and the label checks its stores
 run on namespaces. Everything else in the package imports them from here, so a
 LangGraph release that moves one breaks one file, with a fallback beside it.
 
-Example:
+Examples:
     >>> validate_labels(("user", "u-1"))
     >>> validate_labels(("user", "a.b"))
     Traceback (most recent call last):

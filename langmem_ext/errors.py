@@ -5,7 +5,7 @@ Every error derives from :class:`LangmemError` (an ``Exception``, never a
 flag. Where callers already catch a builtin (``ValueError`` for bad input), the
 error subclasses it too, so ``except ValueError`` keeps working.
 
-Example:
+Examples:
     >>> from langmem_ext.errors import LangmemError, InvalidValueError
     >>> try:
     ...     raise InvalidValueError("value must be a dict")
@@ -21,6 +21,8 @@ from typing import Any, ClassVar
 from langgraph.store.base import InvalidNamespaceError as _LangGraphNamespaceError
 
 __all__ = [
+    "AuthenticationError",
+    "CompartmentFullError",
     "ConfigurationError",
     "ContentTooLongError",
     "EmbeddingDimensionError",
@@ -35,6 +37,8 @@ __all__ = [
     "InvalidValueError",
     "LangmemError",
     "MemoryNotFoundError",
+    "MemoryToolError",
+    "MemoryToolNotFoundError",
     "MissingIdentifierError",
     "ProviderError",
     "RateLimitedError",
@@ -216,7 +220,7 @@ class IdentityError(TenantAccessError):
 def lookup(code: str) -> type[LangmemError]:
     """The error class for a code (the most general class using it).
 
-    Example:
+    Examples:
         >>> lookup("RATE_LIMITED").__name__
         'RateLimitedError'
     """
@@ -231,3 +235,29 @@ def _all_subclasses(cls: type[LangmemError]) -> list[type[LangmemError]]:
     for sub in cls.__subclasses__():
         out.extend(_all_subclasses(sub))
     return out
+
+
+class MemoryToolError(LangmemError, ValueError):
+    """A tool call the model got wrong; the message says how to fix it. From a
+    tool call it becomes an error ``ToolMessage`` the model reads."""
+
+    code = "INVALID_TOOL_INPUT"
+
+
+class MemoryToolNotFoundError(MemoryToolError, MemoryNotFoundError):
+    """A tool call names a memory id that is not there (a
+    :class:`MemoryNotFoundError` too, so one ``except`` catches both)."""
+
+    code = "MEMORY_NOT_FOUND"
+
+
+class CompartmentFullError(MemoryToolError):
+    """A save would take a compartment over its size limit."""
+
+    code = "COMPARTMENT_FULL"
+
+
+class AuthenticationError(TenantAccessError):
+    """A request without a valid bearer token (MCP server, memory browser)."""
+
+    code = "UNAUTHENTICATED"

@@ -3,6 +3,8 @@ API references fail), and its home page is the README."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -13,3 +15,17 @@ def test_home_page_is_the_readme():
     assert (ROOT / "docs" / "index.md").read_text() == readme, (
         "docs/index.md is stale: copy README.md to it with links 'docs/x.md' -> 'x.md'"
     )
+
+
+def test_site_builds_strict(tmp_path):
+    mkdocs = Path(sys.prefix) / "bin" / "mkdocs"
+    done = subprocess.run(
+        [str(mkdocs), "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"NO_MKDOCS_2_WARNING": "1", "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "site" / "reference" / "engine" / "index.html").exists()

@@ -57,7 +57,7 @@ def normalize_evidence(raw: Any, known: set[str], counts: Counter[str]) -> list[
     ``"D8:6; D9:17"`` → two ids; ``"D:11:26"`` → ``"D11:26"``; ids that stay
     malformed or name no dialog turn are dropped and counted.
 
-    Example:
+    Examples:
         >>> c = Counter()
         >>> normalize_evidence(["D1:3", "D8:6; D9:17", "D:1:4", "D", "D9:99"],
         ...                    {"D1:3", "D8:6", "D9:17", "D1:4"}, c)
@@ -168,7 +168,7 @@ def recall_at_k(results: list[tuple[str, ...]], evidence: frozenset[str], k: int
     Each result carries the dialog ids it covers; a result with n ids uses n of
     the k (one that does not fit ends the list).
 
-    Example:
+    Examples:
         >>> recall_at_k([("D1:1",), ("D1:2", "D1:3"), ("D1:4",)], frozenset({"D1:3", "D1:4"}), 3)
         0.5
     """

@@ -79,7 +79,7 @@ def make_vectors(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(n, 384)`` unit document vectors and ``(n_queries, 384)`` query vectors.
 
-    Example:
+    Examples:
         >>> docs, queries = make_vectors("clustered", 1000, 5)
         >>> docs.shape, queries.shape
         ((1000, 384), (5, 384))

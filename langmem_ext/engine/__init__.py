@@ -1,7 +1,7 @@
 """The memory engine: typed memories (notes, facts, episodes, rules) with
 lifecycles, layered recall and tenancy, over any LangGraph ``BaseStore``.
 
-Example:
+Examples:
     >>> from langmem_ext import SQLiteStore
     >>> from langmem_ext.engine import MemoryContext, MemoryEngine
     >>> engine = MemoryEngine(SQLiteStore())

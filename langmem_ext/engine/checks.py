@@ -9,7 +9,7 @@ messages through :func:`shown`, which is bounded: a megabyte of text or a list
 nested ten thousand levels deep is shown in a few dozen characters, and
 showing it can never fail.
 
-Example:
+Examples:
     >>> shown("x" * 1000)[:20]
     "'xxxxxxxxxxxxxxxxxxx"
     >>> check_int("limit", 10, 1, 1000)
@@ -58,7 +58,7 @@ def shown(value: Any) -> str:
     """``repr(value)`` cut to a few dozen characters and a few levels of
     nesting; never raises (a value whose repr fails is shown by its type).
 
-    Example:
+    Examples:
         >>> deep = []
         >>> for _ in range(10_000):
         ...     deep = [deep]

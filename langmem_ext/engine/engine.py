@@ -55,7 +55,7 @@ def _sync(
         with self.metrics.measure(name):
             return run_sync(build(self, *args, **kwargs), self.store, self.config)
 
-    name = build.__name__.lstrip("_")
+    name = build.__name__.removesuffix("_op")
     op.__name__ = op.__qualname__ = name
     return op
 
@@ -68,7 +68,7 @@ def _async(
         with self.metrics.measure(name):  # a plain context manager: same body as _sync
             return await run_async(build(self, *args, **kwargs), self.store, self.config)
 
-    name = build.__name__.lstrip("_")
+    name = build.__name__.removesuffix("_op")
     op.__name__ = op.__qualname__ = "a" + name
     op.__doc__ = f"Async :meth:`{name}` (same arguments, runs on ``store.abatch``)."
     return op
@@ -86,7 +86,7 @@ class MemoryEngine:
             filter operator, others degrade (see ``docs/engine.md``).
         config: :class:`EngineConfig`; keyword overrides are applied to it.
 
-    Example:
+    Examples:
         >>> from langmem_ext import SQLiteStore
         >>> from langmem_ext.engine import MemoryContext, MemoryEngine
         >>> engine = MemoryEngine(SQLiteStore())
@@ -131,7 +131,7 @@ class MemoryEngine:
         """The caller: ``ctx`` itself, or the context of a ``RunnableConfig``,
         built with ``namespace`` and ``default_tenant`` (default: the engine's).
 
-        Example:
+        Examples:
             >>> from langmem_ext import SQLiteStore
             >>> engine = MemoryEngine(SQLiteStore(), namespace=("memories", "{user_id}"))
             >>> engine.context({"configurable": {"user_id": "ada"}}).space
@@ -149,7 +149,7 @@ class MemoryEngine:
         """The per-call environment (tenant checked here, before any store op)."""
         return Env.make(self.config, self.caps, self.context(ctx), tenant, self.metrics)
 
-    def search_op(
+    def store_search_op(
         self,
         namespace: tuple[str, ...],
         *,
@@ -179,7 +179,7 @@ class MemoryEngine:
 
     # -- writes ------------------------------------------------------------------
 
-    def _add(
+    def add_op(
         self,
         ctx: Ctx,
         content: str,
@@ -196,7 +196,7 @@ class MemoryEngine:
         INVALID_LAYER, CONTENT_TOO_LONG."""
         return lc.add_note(self.env(ctx, tenant), content, layer, scope, tags, metadata)
 
-    def _store_episode(
+    def store_episode_op(
         self,
         ctx: Ctx,
         content: str,
@@ -213,7 +213,7 @@ class MemoryEngine:
         e = self.env(ctx, tenant)
         return lc.store_episode(e, content, butler, session_id, importance, layer, scope, tags)
 
-    def _store_fact(
+    def store_fact_op(
         self,
         ctx: Ctx,
         subject: str,
@@ -250,7 +250,7 @@ class MemoryEngine:
         fact, _ = yield from lc.store_fact(e, new)
         return fact
 
-    def _store_rule(
+    def store_rule_op(
         self,
         ctx: Ctx,
         content: str,
@@ -263,29 +263,31 @@ class MemoryEngine:
         """Store a rule: maturity ``candidate``, confidence 0.5."""
         return lc.store_rule(self.env(ctx, tenant), content, layer, scope, tags)
 
-    def _confirm(
+    def confirm_op(
         self, ctx: Ctx, type: str, id: str, *, tenant: str | None = None
     ) -> Operation[Any]:
         """Reset a fact's or rule's decay clock (INVALID_OPERATION for episodes)."""
         return lc.confirm(self.env(ctx, tenant), type, id)
 
-    def _mark_helpful(
+    def mark_helpful_op(
         self, ctx: Ctx, rule_id: str, *, tenant: str | None = None
     ) -> Operation[Rule]:
         """Count a success: success and applied counts, effectiveness, maturity."""
         return lc.feedback(self.env(ctx, tenant), rule_id, True, None)
 
-    def _mark_harmful(
+    def mark_harmful_op(
         self, ctx: Ctx, rule_id: str, reason: str | None = None, *, tenant: str | None = None
     ) -> Operation[Rule]:
         """Count a harm (weighs 4x in effectiveness); may demote or invert the rule."""
         return lc.feedback(self.env(ctx, tenant), rule_id, False, reason)
 
-    def _forget(self, ctx: Ctx, type: str, id: str, *, tenant: str | None = None) -> Operation[Any]:
+    def forget_op(
+        self, ctx: Ctx, type: str, id: str, *, tenant: str | None = None
+    ) -> Operation[Any]:
         """Soft delete: facts become ``retracted``, rules and episodes ``forgotten``."""
         return lc.forget(self.env(ctx, tenant), type, id)
 
-    def _update(
+    def update_op(
         self,
         ctx: Ctx,
         id: str,
@@ -298,7 +300,7 @@ class MemoryEngine:
         """Update content (re-embedded) and/or merge metadata (MEMORY_NOT_FOUND if unknown)."""
         return lc.update(self.env(ctx, tenant), id, content, metadata, tags)
 
-    def _revise(
+    def revise_op(
         self, ctx: Ctx, id: str, content: Any, *, tenant: str | None = None
     ) -> Operation[Any]:
         """Change what a memory says, keeping its history: a fact is superseded by
@@ -306,7 +308,7 @@ class MemoryEngine:
         audit event); other memories are updated in place. Returns the current
         record. This is what ``manage_memory``'s update does.
 
-        Example:
+        Examples:
             >>> from langmem_ext import SQLiteStore
             >>> from langmem_ext.engine import MemoryContext, MemoryEngine
             >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext(user_id="ada")
@@ -319,35 +321,35 @@ class MemoryEngine:
         """
         return lc.revise(self.env(ctx, tenant), id, content)
 
-    def _delete(self, ctx: Ctx, id: str, *, tenant: str | None = None) -> Operation[bool]:
+    def delete_op(self, ctx: Ctx, id: str, *, tenant: str | None = None) -> Operation[bool]:
         """Remove a memory; idempotent (True for unknown ids)."""
         return lc.delete(self.env(ctx, tenant), id)
 
-    def _sweep(self, ctx: Ctx, *, tenant: str | None = None) -> Operation[dict[str, int]]:
+    def sweep_op(self, ctx: Ctx, *, tenant: str | None = None) -> Operation[dict[str, int]]:
         """Mark expired episodes and decayed facts ``expired``; returns counts."""
         return lc.sweep(self.env(ctx, tenant))
 
     # -- reads -------------------------------------------------------------------
 
-    def _get(
+    def get_op(
         self, ctx: Ctx, id: str, type: str | None = None, *, tenant: str | None = None
     ) -> Operation[Any]:
         """The memory with this id, or None (seed 001: no error when missing)."""
         return rc.get(self.env(ctx, tenant), id, type)
 
-    def _get_memory(
+    def get_memory_op(
         self, ctx: Ctx, type: str, id: str, *, tenant: str | None = None
     ) -> Operation[Any]:
         """The memory, reference count bumped; MEMORY_NOT_FOUND when missing."""
         return rc.get_memory(self.env(ctx, tenant), type, id)
 
-    def _history(
+    def history_op(
         self, ctx: Ctx, id: str, *, tenant: str | None = None
     ) -> Operation[list[MemoryEvent]]:
         """Audit events of a memory, oldest first."""
         return lc.history(self.env(ctx, tenant), id)
 
-    def _search(
+    def search_op(
         self,
         ctx: Ctx,
         query: str,
@@ -376,7 +378,7 @@ class MemoryEngine:
             filter=filter,
         )
 
-    def _search_layers(
+    def search_layers_op(
         self,
         ctx: Ctx,
         query: str,
@@ -402,7 +404,7 @@ class MemoryEngine:
             filter=filter,
         )
 
-    def _recall(
+    def recall_op(
         self,
         ctx: Ctx,
         topic: str,
@@ -415,7 +417,7 @@ class MemoryEngine:
         """Facts and rules by composite score; bumps their reference counts."""
         return rc.recall(self.env(ctx, tenant), topic, scope=scope, limit=limit, layers=layers)
 
-    def _list(
+    def list_op(
         self,
         ctx: Ctx,
         *,
@@ -438,7 +440,7 @@ class MemoryEngine:
             cursor=cursor,
         )
 
-    def _stats(
+    def stats_op(
         self, ctx: Ctx, scope: str | None = None, *, tenant: str | None = None
     ) -> Operation[dict[str, Any]]:
         """Counts of facts, rules and episodes (seed 003 ``memory_stats``)."""
@@ -446,12 +448,12 @@ class MemoryEngine:
 
     # -- the user profile (seed 004, :mod:`.profile`) -----------------------------
 
-    def _get_profile(self, ctx: Ctx, *, tenant: str | None = None) -> Operation[Profile]:
+    def get_profile_op(self, ctx: Ctx, *, tenant: str | None = None) -> Operation[Profile]:
         """The caller's profile: user context, history and active facts
         (confidence desc)."""
         return pf.get_profile(self.env(ctx, tenant))
 
-    def _update_profile(
+    def update_profile_op(
         self,
         ctx: Ctx,
         *,
@@ -464,7 +466,7 @@ class MemoryEngine:
         (an empty string removes an entry)."""
         return pf.update_profile(self.env(ctx, tenant), user_context, history)
 
-    def _add_facts(
+    def add_facts_op(
         self,
         ctx: Ctx,
         facts: Sequence[FactCandidate | Mapping[str, Any]],
@@ -478,7 +480,7 @@ class MemoryEngine:
         duplicates skipped (and logged), near-duplicates merged, ``replaces``
         superseded, the lowest-confidence facts removed over ``max_facts``.
 
-        Example:
+        Examples:
             >>> from langmem_ext import SQLiteStore
             >>> from langmem_ext.engine import MemoryContext, MemoryEngine
             >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext("acme", user_id="ada")
@@ -494,7 +496,7 @@ class MemoryEngine:
             e, facts, threshold=threshold, max_facts=max_facts, provenance=provenance
         )
 
-    def _add_fact(
+    def add_fact_op(
         self,
         ctx: Ctx,
         content: str,
@@ -519,7 +521,7 @@ class MemoryEngine:
         kept = done.added or done.merged
         return kept[0] if kept else None
 
-    def _update_fact(
+    def update_fact_op(
         self,
         ctx: Ctx,
         id: str,
@@ -533,14 +535,14 @@ class MemoryEngine:
         ``KeyError`` (:class:`~langmem_ext.errors.FactNotFoundError`) if unknown."""
         return pf.update_fact(self.env(ctx, tenant), id, content, category, confidence)
 
-    def _delete_fact(self, ctx: Ctx, id: str, *, tenant: str | None = None) -> Operation[None]:
+    def delete_fact_op(self, ctx: Ctx, id: str, *, tenant: str | None = None) -> Operation[None]:
         """Remove a profile fact; ``KeyError`` (:class:`~langmem_ext.errors.FactNotFoundError`)
         for an unknown id (unlike :meth:`delete`, which is idempotent)."""
         return pf.delete_fact(self.env(ctx, tenant), id)
 
     # -- provider contract (seed 001) ---------------------------------------------
 
-    def _bulk_add(
+    def bulk_add_op(
         self,
         ctx: Ctx,
         items: Sequence[str | Mapping[str, Any]],
@@ -554,7 +556,7 @@ class MemoryEngine:
         ``layer``, ``scope``, ``tags``, ``metadata``. Every item is validated
         before anything is written, so one bad item writes nothing.
 
-        Example:
+        Examples:
             >>> from langmem_ext import SQLiteStore
             >>> from langmem_ext.engine import MemoryContext, MemoryEngine
             >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext("acme", user_id="ada")
@@ -564,28 +566,28 @@ class MemoryEngine:
         """
         return pv.bulk_add(self.env(ctx, tenant), items, layer)
 
-    def _bulk_delete(
+    def bulk_delete_op(
         self, ctx: Ctx, ids: Sequence[str], *, tenant: str | None = None
     ) -> Operation[list[str]]:
         """Delete many memories (any type) with one batch of reads and one of
         writes; unknown ids are skipped. Returns the ids removed."""
         return pv.bulk_delete(self.env(ctx, tenant), ids)
 
-    def _generate_embedding(self, text: str) -> Operation[list[float] | None]:
+    def generate_embedding_op(self, text: str) -> Operation[list[float] | None]:
         """The store's embedding of ``text`` (seed 001 ``generateEmbedding``);
         None when the store has no embedder."""
         return pv.generate_embedding(Env(self.config, self.caps, _NO_CALLER, "", _EPOCH), text)
 
-    def _storage_size(self, ctx: Ctx, *, tenant: str | None = None) -> Operation[dict[str, int]]:
+    def storage_size_op(self, ctx: Ctx, *, tenant: str | None = None) -> Operation[dict[str, int]]:
         """Live memories per readable layer (O(n) read); refreshes the
         ``memory.storage.size`` gauge."""
         return pv.storage_size(self.env(ctx, tenant))
 
-    def _health_check(self) -> Operation[HealthStatus]:
+    def health_check_op(self) -> Operation[HealthStatus]:
         """``{"healthy", "latency_ms", "error"}``: whether the store answers a
         read. A failing store gives ``healthy: False`` instead of raising.
 
-        Example:
+        Examples:
             >>> from langgraph.store.memory import InMemoryStore
             >>> from langmem_ext.engine import MemoryEngine
             >>> MemoryEngine(InMemoryStore()).health_check()["healthy"]
@@ -599,7 +601,7 @@ class MemoryEngine:
         ``bulkOperations`` (True when one batch is one transaction), plus
         ``keywordSearch`` and ``filterOperators``.
 
-        Example:
+        Examples:
             >>> from langgraph.store.memory import InMemoryStore
             >>> from langmem_ext.engine import MemoryEngine
             >>> MemoryEngine(InMemoryStore()).capabilities()["bulkOperations"]
@@ -631,68 +633,68 @@ class MemoryEngine:
         elif hasattr(self.store, "close"):
             self.store.close()
 
-    add = _sync(_add)
-    aadd = _async(_add)
-    store_episode = _sync(_store_episode)
-    astore_episode = _async(_store_episode)
-    store_fact = _sync(_store_fact)
-    astore_fact = _async(_store_fact)
-    store_rule = _sync(_store_rule)
-    astore_rule = _async(_store_rule)
-    confirm = _sync(_confirm)
-    aconfirm = _async(_confirm)
-    mark_helpful = _sync(_mark_helpful)
-    amark_helpful = _async(_mark_helpful)
-    mark_harmful = _sync(_mark_harmful)
-    amark_harmful = _async(_mark_harmful)
-    forget = _sync(_forget)
-    aforget = _async(_forget)
-    update = _sync(_update)
-    aupdate = _async(_update)
-    revise = _sync(_revise)
-    arevise = _async(_revise)
-    delete = _sync(_delete)
-    adelete = _async(_delete)
-    sweep = _sync(_sweep)
-    asweep = _async(_sweep)
-    get = _sync(_get)
-    aget = _async(_get)
-    get_memory = _sync(_get_memory)
-    aget_memory = _async(_get_memory)
-    history = _sync(_history)
-    ahistory = _async(_history)
-    search = _sync(_search)
-    asearch = _async(_search)
-    search_layers = _sync(_search_layers)
-    asearch_layers = _async(_search_layers)
-    recall = _sync(_recall)
-    arecall = _async(_recall)
-    list = _sync(_list)
-    alist = _async(_list)
-    stats = _sync(_stats)
-    astats = _async(_stats)
-    health_check = _sync(_health_check)
-    ahealth_check = _async(_health_check)
-    bulk_add = _sync(_bulk_add)
-    abulk_add = _async(_bulk_add)
-    bulk_delete = _sync(_bulk_delete)
-    abulk_delete = _async(_bulk_delete)
-    generate_embedding = _sync(_generate_embedding)
-    agenerate_embedding = _async(_generate_embedding)
-    storage_size = _sync(_storage_size)
-    astorage_size = _async(_storage_size)
-    get_profile = _sync(_get_profile)
-    aget_profile = _async(_get_profile)
-    update_profile = _sync(_update_profile)
-    aupdate_profile = _async(_update_profile)
-    add_facts = _sync(_add_facts)
-    aadd_facts = _async(_add_facts)
-    add_fact = _sync(_add_fact)
-    aadd_fact = _async(_add_fact)
-    update_fact = _sync(_update_fact)
-    aupdate_fact = _async(_update_fact)
-    delete_fact = _sync(_delete_fact)
-    adelete_fact = _async(_delete_fact)
+    add = _sync(add_op)
+    aadd = _async(add_op)
+    store_episode = _sync(store_episode_op)
+    astore_episode = _async(store_episode_op)
+    store_fact = _sync(store_fact_op)
+    astore_fact = _async(store_fact_op)
+    store_rule = _sync(store_rule_op)
+    astore_rule = _async(store_rule_op)
+    confirm = _sync(confirm_op)
+    aconfirm = _async(confirm_op)
+    mark_helpful = _sync(mark_helpful_op)
+    amark_helpful = _async(mark_helpful_op)
+    mark_harmful = _sync(mark_harmful_op)
+    amark_harmful = _async(mark_harmful_op)
+    forget = _sync(forget_op)
+    aforget = _async(forget_op)
+    update = _sync(update_op)
+    aupdate = _async(update_op)
+    revise = _sync(revise_op)
+    arevise = _async(revise_op)
+    delete = _sync(delete_op)
+    adelete = _async(delete_op)
+    sweep = _sync(sweep_op)
+    asweep = _async(sweep_op)
+    get = _sync(get_op)
+    aget = _async(get_op)
+    get_memory = _sync(get_memory_op)
+    aget_memory = _async(get_memory_op)
+    history = _sync(history_op)
+    ahistory = _async(history_op)
+    search = _sync(search_op)
+    asearch = _async(search_op)
+    search_layers = _sync(search_layers_op)
+    asearch_layers = _async(search_layers_op)
+    recall = _sync(recall_op)
+    arecall = _async(recall_op)
+    list = _sync(list_op)
+    alist = _async(list_op)
+    stats = _sync(stats_op)
+    astats = _async(stats_op)
+    health_check = _sync(health_check_op)
+    ahealth_check = _async(health_check_op)
+    bulk_add = _sync(bulk_add_op)
+    abulk_add = _async(bulk_add_op)
+    bulk_delete = _sync(bulk_delete_op)
+    abulk_delete = _async(bulk_delete_op)
+    generate_embedding = _sync(generate_embedding_op)
+    agenerate_embedding = _async(generate_embedding_op)
+    storage_size = _sync(storage_size_op)
+    astorage_size = _async(storage_size_op)
+    get_profile = _sync(get_profile_op)
+    aget_profile = _async(get_profile_op)
+    update_profile = _sync(update_profile_op)
+    aupdate_profile = _async(update_profile_op)
+    add_facts = _sync(add_facts_op)
+    aadd_facts = _async(add_facts_op)
+    add_fact = _sync(add_fact_op)
+    aadd_fact = _async(add_fact_op)
+    update_fact = _sync(update_fact_op)
+    aupdate_fact = _async(update_fact_op)
+    delete_fact = _sync(delete_fact_op)
+    adelete_fact = _async(delete_fact_op)
 
 
 def _check_settings(cfg: EngineConfig) -> None:
@@ -715,7 +717,7 @@ class EnginesByStore:
     """One engine per store (by identity), built on first use; thread-safe. For
     faces that take the store from the running graph.
 
-    Example:
+    Examples:
         >>> from langmem_ext import SQLiteStore
         >>> engines, store = EnginesByStore(), SQLiteStore()
         >>> engines.get(store) is engines.get(store)

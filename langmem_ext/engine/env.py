@@ -7,7 +7,7 @@ Reads by id look only into the namespaces of the layers the caller may read
 (see :mod:`.layout`): an id is data that names a key there, never a filter, so
 another user's memory is as invisible as a missing one.
 
-Example:
+Examples:
     >>> from langmem_ext import SQLiteStore
     >>> from langmem_ext.engine import MemoryContext, MemoryEngine
     >>> env = MemoryEngine(SQLiteStore()).env(MemoryContext("acme", user_id="ada"))
@@ -219,7 +219,7 @@ def check_type(kind: str, allowed: Iterable[str] = policy.MEMORY_TYPES) -> str:
     return kind
 
 
-def check_types(types: Any, default: Sequence[str]) -> list[str]:
+def check_types(types: Any, default: Iterable[str]) -> list[str]:
     """A list of memory types (``default`` for None), each checked."""
     if types is None:
         return list(default)
@@ -228,7 +228,7 @@ def check_types(types: Any, default: Sequence[str]) -> list[str]:
     return [check_type(t) for t in types]
 
 
-def check_filter(filter: Any) -> Mapping[str, Any] | None:
+def check_filter(filter: Any) -> dict[str, Any] | None:
     """A store filter (None for none), validated before any store op."""
     if filter is None:
         return None
@@ -246,7 +246,7 @@ def check_filter(filter: Any) -> Mapping[str, Any] | None:
         if isinstance(e, InvalidValueError):
             raise
         raise InvalidValueError(f"invalid filter: {e}") from None
-    return filter
+    return dict(filter)
 
 
 def check_content(env: Env, content: Any, name: str = "content") -> str:

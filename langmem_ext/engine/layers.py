@@ -23,7 +23,7 @@ not agent or session. The user layer also opens with an app namespace template
 (the caller's space then comes from the template), and the session layer needs
 the user layer too, since a session lives inside its user.
 
-Example:
+Examples:
     >>> from types import SimpleNamespace as ids
     >>> accessible_layers(ids(user_id="u1", project_id="p1"))
     ('user', 'project', 'team', 'org', 'company')

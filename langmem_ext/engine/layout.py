@@ -38,7 +38,7 @@ of another user's. Why this shape:
   audit event;
 * shared layers are leaves: reading the org layer never reads the org's users.
 
-Example:
+Examples:
     >>> user_space("default", ("user", "ada"))
     ('user', 'ada')
     >>> user_space("acme", ("user", "ada"))
@@ -81,7 +81,7 @@ SHARED_ID = "_"
 def tenant_label(tenant: str) -> str:
     """A tenant id as one namespace label (``acme.com`` works: dots are escaped).
 
-    Example:
+    Examples:
         >>> tenant_label("acme.com")
         'acme%2Ecom'
     """
@@ -96,7 +96,7 @@ def tenant_root(tenant: str) -> tuple[str, ...]:
 def encode(labels: Sequence[str]) -> str:
     """Several labels as one, reversibly (``%`` and ``/`` escaped, joined by ``/``).
 
-    Example:
+    Examples:
         >>> encode(("user", "a/b"))
         'user/a%2Fb'
     """

@@ -14,7 +14,7 @@ writer writes before it resolves, so the last resolution sees every fact, and
 all writers agree on the winner: the slot converges to exactly one current
 fact, whatever the interleaving.
 
-Example:
+Examples:
     >>> from langmem_ext import SQLiteStore
     >>> from langmem_ext.engine import MemoryContext, MemoryEngine
     >>> store = SQLiteStore()

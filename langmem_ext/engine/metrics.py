@@ -19,7 +19,7 @@ memory.search.results        histogram   {result}      ``operation``, ``layer``
 memory.storage.size          gauge       {memory}      ``layer``
 ===========================  ==========  ============  ==================================
 
-Example:
+Examples:
     >>> from opentelemetry.sdk.metrics import MeterProvider
     >>> from opentelemetry.sdk.metrics.export import InMemoryMetricReader
     >>> from langmem_ext import SQLiteStore
@@ -160,7 +160,7 @@ def collected_points(reader: Any) -> dict[str, list[tuple[dict[str, Any], Any]]]
     Counters and gauges give their value, histograms their ``count``. A helper
     for tests and examples (it needs ``opentelemetry-sdk``, the test extra).
 
-    Example:
+    Examples:
         >>> from opentelemetry.sdk.metrics import MeterProvider
         >>> from opentelemetry.sdk.metrics.export import InMemoryMetricReader
         >>> reader = InMemoryMetricReader()

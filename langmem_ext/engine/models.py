@@ -18,7 +18,7 @@ expired, forgotten) move to the layer's archive namespace.
 
 Timestamps are ISO-8601 UTC strings with microseconds (they sort as text).
 
-Example:
+Examples:
     >>> f = Fact(id="f1", tenant_id="t", layer="user", layer_id="u1",
     ...          content="likes tea", subject="user", predicate="drink")
     >>> value = f.to_value()
@@ -71,7 +71,7 @@ def new_id() -> str:
 def ts(when: datetime) -> str:
     """ISO-8601 UTC text with microseconds, sortable as text.
 
-    Example:
+    Examples:
         >>> ts(datetime(2024, 1, 2, tzinfo=timezone.utc))
         '2024-01-02T00:00:00.000000+00:00'
     """
@@ -280,7 +280,7 @@ def record_from_item(
     an unknown ``kind``, or not a dict with ``content``) are read as notes;
     missing timestamps come from the item.
 
-    Example:
+    Examples:
         >>> from langgraph.store.base import Item
         >>> from datetime import datetime, timezone
         >>> now = datetime(2025, 1, 1, tzinfo=timezone.utc)

@@ -51,7 +51,7 @@ the org's users live, and a template ``("{user_id}", "memories")`` with
 memory layout's own ``tenant``, ``_meta``, ``_shared`` and ``_sessions``
 (:data:`RESERVED_LABELS`; a template may not start with those either).
 
-Example:
+Examples:
     >>> NamespaceTemplate(("{user_id}", "memories"))({"configurable": {"user_id": 42}})
     ('42', 'memories')
     >>> NamespaceTemplate()({"configurable": {"org_id": "acme", "agent_id": "alpha"}})
@@ -109,7 +109,7 @@ class NamespaceTemplate:
         ConfigurationError: at construction, for an empty template or label, a
             label with ``"."``, or a placeholder that is not a plain ``{name}``.
 
-    Example:
+    Examples:
         >>> ns = NamespaceTemplate(("org", "{org_id}", "{user_id}"))
         >>> ns.keys
         ('org_id', 'user_id')
@@ -206,7 +206,7 @@ def resolve_identity(
     Raises:
         ConfigurationError: no identity key is present, or a value is invalid.
 
-    Example:
+    Examples:
         >>> resolve_identity({"user_id": "u-123"})
         ('user', 'u-123')
         >>> resolve_identity({"org_id": "acme", "user_id": 7})
@@ -234,7 +234,7 @@ def check_label(key: str, value: Any, *, reserved: bool = True) -> str:
     ``reserved``: also reject the reserved labels (for ids, not for a
     template's own literal text).
 
-    Example:
+    Examples:
         >>> check_label("user_id", 7)
         '7'
         >>> check_label("user_id", "../u-2")

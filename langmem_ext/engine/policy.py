@@ -29,7 +29,7 @@ Rules
     (:data:`MATURITY_CONFIDENCE`); rules decay like facts at the rate of their
     maturity (:data:`RULE_DECAY_RATES`).
 
-Example:
+Examples:
     >>> round(effectiveness(4, 1), 4)
     0.4994
     >>> next_maturity("candidate", success=3, harmful=0)
@@ -151,7 +151,7 @@ RULE_DECAY_RATES = {"candidate": 0.01, "established": 0.005, "proven": 0.0, "ant
 def effectiveness(success: int, harmful: int) -> float:
     """``success / (success + 4 * harmful + 0.01)``: harm weighs four times.
 
-    Example:
+    Examples:
         >>> round(effectiveness(5, 0), 3)
         0.998
     """
@@ -161,7 +161,7 @@ def effectiveness(success: int, harmful: int) -> float:
 def next_maturity(maturity: str, *, success: int, harmful: int) -> str:
     """The maturity after feedback (one step at a time).
 
-    Example:
+    Examples:
         >>> next_maturity("established", success=2, harmful=2)
         'candidate'
         >>> next_maturity("candidate", success=0, harmful=3)
@@ -184,7 +184,7 @@ def next_maturity(maturity: str, *, success: int, harmful: int) -> str:
 def decayed_confidence(confidence: float, decay_rate: float, days: float) -> float:
     """Confidence after ``days`` without confirmation.
 
-    Example:
+    Examples:
         >>> decayed_confidence(0.8, 0.0, 365)
         0.8
     """

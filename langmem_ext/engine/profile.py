@@ -31,7 +31,7 @@ The profile also lists the user's notes (what the agent saved with the memory
 tools), so the prompt block shows everything the agent remembers. The summary
 lives in the user's ``profile`` bookkeeping namespace (see :mod:`.layout`).
 
-Example:
+Examples:
     >>> from langmem_ext import SQLiteStore
     >>> from langmem_ext.engine import MemoryContext, MemoryEngine
     >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext("acme", user_id="ada")

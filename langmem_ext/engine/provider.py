@@ -7,7 +7,7 @@ initialize / shutdown are the store's own ``setup`` / ``close`` (see
 :meth:`MemoryEngine.setup`); they are not generators because ``BaseStore`` has
 no op for them.
 
-Example:
+Examples:
     >>> from langmem_ext import SQLiteStore
     >>> from langmem_ext.engine import MemoryContext, MemoryEngine
     >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext(user_id="ada")

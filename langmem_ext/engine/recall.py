@@ -7,7 +7,7 @@ never write back a stale copy of a record that a concurrent ``forget`` just
 changed. Every read names the caller's layer namespaces only (see
 :mod:`.layout`) and keeps only items found exactly in them.
 
-Example:
+Examples:
     >>> from langmem_ext import SQLiteStore
     >>> from langmem_ext.engine import MemoryContext, MemoryEngine
     >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext(user_id="ada")

@@ -17,7 +17,7 @@ pair of an operation is bound where it is defined
 (``store_fact, astore_fact = sync_op(_store_fact), async_op(_store_fact)``, see
 :class:`~langmem_ext.engine.MemoryEngine`). No I/O in operations.
 
-Example:
+Examples:
     >>> from langgraph.store.base import GetOp, PutOp
     >>> from langmem_ext import SQLiteStore
     >>> def put_then_get(ns, key):

@@ -21,7 +21,7 @@ Layered search (seed 001)
     cosine of their contents' embeddings (or, without an embedder, the
     :func:`text_similarity` of their contents) is at least 0.95.
 
-Example:
+Examples:
     >>> composite(relevance=1.0, importance=10, recency=1.0, confidence=1.0)
     1.0
     >>> round(recency_factor(30.0), 2)
@@ -58,7 +58,7 @@ class ScoreWeights:
     """Weights of the recall composite score (any non-negative numbers; the
     score is divided by their sum so it stays in [0, 1]).
 
-    Example:
+    Examples:
         >>> ScoreWeights(relevance=1, importance=0, recency=0, confidence=0).relevance
         1
     """
@@ -84,7 +84,7 @@ def best_first(
     """Items by score (desc), ties by ``created_at`` (newest first), then id
     (asc): the deterministic order of profile facts and of memory blocks.
 
-    Example:
+    Examples:
         >>> rows = [(0.5, "2024", "b"), (0.9, "2023", "c"), (0.5, "2024", "a")]
         >>> best_first(rows, lambda r: r[0], lambda r: r[1], lambda r: r[2])
         [(0.9, '2023', 'c'), (0.5, '2024', 'a'), (0.5, '2024', 'b')]
@@ -143,7 +143,7 @@ def text_similarity(a: str, b: str) -> float:
     """Similarity of two texts in [0, 1] when no embedder is at hand
     (case- and whitespace-insensitive character ratio).
 
-    Example:
+    Examples:
         >>> text_similarity("Likes  tea", "likes tea")
         1.0
     """

@@ -32,7 +32,7 @@ Tenants: every operation reads and writes only that tenant's namespaces; a
 non-admin caller that names a tenant (even its own) is rejected with
 ``TENANT_FORBIDDEN``; an admin may name another tenant only when elevated.
 
-Example:
+Examples:
     >>> config = {"configurable": {"langgraph_auth_user": {
     ...     "identity": "ada", "tenant_id": "acme", "permissions": []}}}
     >>> ctx = MemoryContext.from_config(config)
@@ -90,13 +90,20 @@ class MemoryContext:
         actor: who acts (recorded in audit events); defaults to ``user_id``.
         is_admin: may name another tenant, when ``elevated``.
         elevated: the explicit cross-tenant elevation of an admin.
-        user_id, agent_id, session_id, project_id, team_id, org_id: layer
-            identifiers (see :mod:`.layers`).
+        user_id: the user (the ``user`` layer, and the default ``actor``).
+        agent_id: the agent (the ``agent`` layer).
+        session_id: the session (the ``session`` layer).
+        project_id: the project (the ``project`` layer).
+        team_id: the team (the ``team`` layer).
+        org_id: the organisation (the ``org`` layer).
+
+    Under authentication, agent, project, team and org ids must be granted
+    by the auth user (see :meth:`from_config`).
         space: the namespace of the caller's own memories, without the tenant
             prefix (a filled namespace template); None uses the identity rule
             over ``org_id``, ``user_id`` and ``agent_id`` (``("user", "ada")``).
 
-    Example:
+    Examples:
         >>> MemoryContext("acme", user_id="ada").actor
         'ada'
         >>> MemoryContext("acme", user_id="ada").own_space()
@@ -189,7 +196,7 @@ class MemoryContext:
                 authenticated caller may not act for.
             ConfigurationError: a template key is missing or has a bad value.
 
-        Example:
+        Examples:
             >>> ctx = MemoryContext.from_config(
             ...     {"configurable": {"user_id": "ada", "thread_id": "t1"}},
             ...     namespace=("memories", "{user_id}"))
@@ -264,7 +271,7 @@ def fill_space(ctx: MemoryContext, namespace: Any) -> MemoryContext:
     """``ctx`` with its space filled from ``namespace`` (a template) and its own
     identifiers, when it has none yet.
 
-    Example:
+    Examples:
         >>> fill_space(MemoryContext(user_id="ada"), ("memories", "{user_id}")).space
         ('memories', 'ada')
     """

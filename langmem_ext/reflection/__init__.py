@@ -8,7 +8,7 @@ memory given back to the model within a token budget.
   blocks (:mod:`.context`); :class:`MemoryPrompt` puts them into the system
   prompt (:mod:`.middleware`).
 
-Example:
+Examples:
     >>> from langmem_ext import SQLiteStore
     >>> from langmem_ext.engine import MemoryContext, MemoryEngine
     >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext("acme", user_id="ada")

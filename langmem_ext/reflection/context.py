@@ -28,7 +28,7 @@ memories of all sections by score. Within each pass the lowest-scored memories
 are left out first. Tokens are counted by a real tokenizer
 (:mod:`.tokens`); only the memories shown have their reference counts bumped.
 
-Example:
+Examples:
     >>> from langmem_ext.engine import Profile
     >>> from langmem_ext.engine.models import Fact
     >>> fact = Fact(id="fact_1", tenant_id="t", layer="user", layer_id="ada",
@@ -368,7 +368,7 @@ def memory_context(
     scoped to ``butler`` (scopes ``global`` and ``butler``), within
     ``token_budget`` tokens (see the module docstring).
 
-    Example:
+    Examples:
         >>> from langmem_ext import SQLiteStore
         >>> from langmem_ext.engine import MemoryContext, MemoryEngine
         >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext("acme", user_id="ada")

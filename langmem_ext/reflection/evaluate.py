@@ -30,7 +30,7 @@ small local models make (assistant sentences as facts, a paragraph five times,
 plural categories, one invented slot for every fact of a category, corrections
 without the replaced id).
 
-Example:
+Examples:
     >>> report = evaluate(scripted_model("oracle"), embed=None)
     >>> report.totals()["right"] == report.totals()["expected"], report.totals()["noise"]
     (True, 0)

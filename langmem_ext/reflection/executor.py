@@ -39,7 +39,7 @@ In a graph::
 
 or with LangChain's ``create_agent``: ``middleware=[executor.middleware()]``.
 
-Example:
+Examples:
     >>> from langchain_core.messages import AIMessage, HumanMessage
     >>> from langmem_ext import SQLiteStore
     >>> from langmem_ext.engine import MemoryEngine

@@ -25,7 +25,7 @@ Validation is strict and per fact: content a non-empty string, category one of
 raises :class:`MalformedOutput`; invalid facts are reported as problems (the
 caller asks again, telling the model what was wrong).
 
-Example:
+Examples:
     >>> extractor = FactExtractor("openai:gpt-4o-mini")  # resolved at the first call
     >>> facts, problems = extractor.parse({"facts": [
     ...     {"content": "Lives in Berlin", "category": "context", "confidence": 0.9},

@@ -9,7 +9,7 @@ messages not yet reflected. It runs in one of two ways:
   ``namespace`` attribute, e.g. :func:`~langmem_ext.create_memory_store_manager`)
   with the payload, the store placed in the config as LangGraph does.
 
-Example:
+Examples:
     >>> from langchain_core.messages import HumanMessage
     >>> a, b = HumanMessage("hi", id="1"), HumanMessage("there", id="2")
     >>> [m.id for m in merge_messages([a], [a, b])]

@@ -24,7 +24,7 @@ extract nothing). When a server rejects trustcall's tool shape
 overflow), the manager switches to ``"tool"`` for good, logged once; a server
 that rejects tools altogether moves on to ``"json"``.
 
-Example:
+Examples:
     >>> from langmem_ext.testing.chat import ScriptedExtractionModel
     >>> from langchain_core.messages import AIMessage
     >>> reply = AIMessage("", tool_calls=[{"name": "manage_memories", "id": "c1",
@@ -109,7 +109,7 @@ def rejects_tool_shape(error: BaseException) -> bool:
     shape (``tool_choice="any"``, tools at all), as opposed to any other failure.
     A context overflow is an HTTP 400 too, but no reason to change shape.
 
-    Example:
+    Examples:
         >>> class E(Exception):
         ...     status_code = 500
         >>> rejects_tool_shape(E("Unsupported tool_choice")), rejects_tool_shape(ValueError())
@@ -549,7 +549,9 @@ def create_memory_manager(
         model: a chat model or a ``"provider:model"`` string.
         schemas: pydantic models of the memories (default: ``Memory``, free text).
         instructions: how to extract and organise memories.
-        enable_inserts, enable_updates, enable_deletes: what the model may do.
+        enable_inserts: the model may add memories.
+        enable_updates: the model may change memories.
+        enable_deletes: the model may remove memories.
         method: ``"auto"`` (see the module docs), ``"trustcall"``, ``"tool"``
             or ``"json"``.
 
@@ -558,7 +560,7 @@ def create_memory_manager(
         ``await manager(messages, existing)``) returns ``ExtractedMemory(id,
         content)`` tuples.
 
-    Example:
+    Examples:
         >>> from langchain_openai import ChatOpenAI
         >>> hosted = create_memory_manager(ChatOpenAI(model="gpt-4o-mini", api_key="sk-..."))
         >>> local = create_memory_manager(ChatOpenAI(
@@ -613,7 +615,7 @@ def create_thread_extractor(
     """LangMem's ``create_thread_extractor``: a conversation → one schema instance
     (default :class:`SummarizeThread`, a title and a summary).
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import AIMessage
         >>> from langmem_ext.testing.chat import ScriptedExtractionModel
         >>> reply = AIMessage("", tool_calls=[{"name": "manage_memories", "id": "c1",

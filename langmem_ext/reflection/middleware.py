@@ -13,7 +13,7 @@ within 3000 tokens). Without an engine the graph's store is used.
 :class:`ReflectionMiddleware` (``executor.middleware()``) schedules a reflection
 when a ``create_agent`` run ends.
 
-Example:
+Examples:
     >>> from langmem_ext import SQLiteStore
     >>> from langmem_ext.engine import MemoryContext, MemoryEngine
     >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext("acme", user_id="ada")

@@ -19,7 +19,7 @@ telling the model what was wrong. If the last answer still holds invalid
 facts, its valid facts are stored and the others logged; if no usable answer
 came at all, :class:`~langmem_ext.errors.ExtractionError` is raised.
 
-Example:
+Examples:
     >>> from langchain_core.messages import AIMessage, HumanMessage
     >>> from langmem_ext import SQLiteStore
     >>> from langmem_ext.engine import MemoryContext, MemoryEngine

@@ -19,7 +19,7 @@
 * ``query_model`` asks for search queries with a *named* tool choice, which
   local model servers accept.
 
-Example:
+Examples:
     >>> from langchain_core.messages import AIMessage
     >>> from langmem_ext import SQLiteStore
     >>> from langmem_ext.testing.chat import ScriptedExtractionModel
@@ -203,7 +203,7 @@ class MemoryStoreManager(Runnable[dict[str, Any], list[dict[str, Any]]]):
         queries = yield from self._queries(messages, config)
         results = yield Batch(
             [
-                engine.search_op(user.ns, query=q, limit=self.query_limit)
+                engine.store_search_op(user.ns, query=q, limit=self.query_limit)
                 for q in dict.fromkeys(queries)
             ]
         )
@@ -493,9 +493,11 @@ def create_memory_store_manager(
         model: chat model or ``"provider:model"`` string.
         schemas: pydantic models of the memories (default: free-text ``Memory``).
         instructions: how to extract and organise memories.
-        default, default_factory: a memory written under key ``"default"`` when
-            the user has none yet (e.g. a starting profile).
-        enable_inserts, enable_deletes: what the model may do (updates always).
+        default: a memory written under key ``"default"`` when the user has
+            none yet (e.g. a starting profile).
+        default_factory: a function of the config giving that memory instead.
+        enable_inserts: the model may add memories.
+        enable_deletes: the model may remove memories (updates are always allowed).
         query_model: a model that writes the search queries (named tool choice).
         query_limit: how many existing memories the model sees (at least 1).
         namespace: the user's memory namespace template; use the same one as

@@ -5,7 +5,7 @@ Python port that bundles its encodings: ``tiktoken`` itself downloads them on
 first use, which fails without a network). Any ``str -> int`` callable can
 replace it, e.g. a Hugging Face tokenizer's length for a local model.
 
-Example:
+Examples:
     >>> count = token_counter()
     >>> count("Prefers dark mode")
     4

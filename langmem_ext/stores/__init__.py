@@ -1,18 +1,23 @@
 """LangGraph ``BaseStore`` backends. They know nothing about memories.
 
-Example:
+Examples:
     >>> from langmem_ext.stores import SQLiteStore, supports_hybrid
     >>> supports_hybrid(SQLiteStore())
     True
 """
 
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
 from ._base import HybridStore, supports_hybrid
 from ._filters import OPERATORS, normalize_filter
 from ._metrics import StoreMetrics, instrument_stores
 from ._ops import SEARCH_MODES, HybridSearchOp, SearchMode
 from .embeddings import CachedEmbeddings, IndexConfig, LocalEmbeddings
-from .postgres import AsyncPostgresStore, PostgresStore, VectorIndexConfig
 from .sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from .postgres import AsyncPostgresStore, PostgresStore, VectorIndexConfig
 
 __all__ = [
     "OPERATORS",
@@ -32,3 +37,10 @@ __all__ = [
     "normalize_filter",
     "supports_hybrid",
 ]
+
+# The PostgreSQL stores load psycopg on first use: it is an optional extra.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    dict.fromkeys(["AsyncPostgresStore", "PostgresStore", "VectorIndexConfig"], ".postgres"),
+    [n for n in __all__ if n not in ("AsyncPostgresStore", "PostgresStore", "VectorIndexConfig")],
+)

@@ -6,7 +6,7 @@ Capabilities are declared, like LangGraph's ``supports_ttl``: callers (the
 memory engine) check ``supports_hybrid`` rather than the class's module, so a
 user's subclass keeps hybrid search.
 
-Example:
+Examples:
     >>> from langmem_ext import SQLiteStore
     >>> store = SQLiteStore()
     >>> store.supports_hybrid, store.supports_ttl
@@ -50,7 +50,7 @@ def supports_hybrid(store: Any) -> bool:
     """Whether ``store`` accepts :class:`HybridSearchOp` (hybrid, vector and
     keyword modes, and every filter operator of :mod:`._filters`).
 
-    Example:
+    Examples:
         >>> from langgraph.store.memory import InMemoryStore
         >>> supports_hybrid(InMemoryStore())
         False
@@ -96,7 +96,7 @@ def langgraph_index(index: Any) -> tuple[Any, dict[str, Any] | None, str]:
     Returns the config for :func:`resolve_index`, the ``ann_index_config`` and
     the distance type.
 
-    Example:
+    Examples:
         >>> cfg, ann, distance = langgraph_index(
         ...     {"embed": "local", "text_fields": ["text"], "distance_type": "cosine"})
         >>> cfg["fields"], ann, distance
@@ -328,7 +328,7 @@ class HybridStore(BaseStore):
             mode: ``"hybrid"``, ``"vector"`` or ``"keyword"``; default: the store's
                 ``search_mode``. See :mod:`langmem_ext.stores._hybrid` for scores.
 
-        Example:
+        Examples:
             >>> from langmem_ext import SQLiteStore
             >>> store = SQLiteStore()
             >>> store.put(("docs",), "1", {"text": "the cat sat"})
@@ -368,7 +368,7 @@ class HybridStore(BaseStore):
 
         The interval defaults to ``ttl["sweep_interval_minutes"]``, else 5 minutes.
 
-        Example:
+        Examples:
             >>> from langmem_ext import SQLiteStore
             >>> store = SQLiteStore()
             >>> done = store.start_ttl_sweeper(0.01)

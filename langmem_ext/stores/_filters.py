@@ -41,7 +41,7 @@ backend treats them alike:
 Backends compile :class:`Condition` objects into their own SQL; this module does
 no I/O.
 
-Example:
+Examples:
     >>> normalize_filter({"a.b": {"$gt": 1}, "c": "x"})
     [Condition(path=('a', 'b'), op='$gt', value=1), Condition(path=('c',), op='$eq', value='x')]
     >>> normalize_filter({"n": {"$lt": float("inf")}})

@@ -45,7 +45,7 @@ def fuse(
     ``kw_raw`` are relevance values where larger is better (for FTS5, pass
     ``-bm25()``). Returns ``(ids, scores)`` unsorted; ids are unique.
 
-    Example:
+    Examples:
         >>> ids, s = fuse("hybrid", np.array([1, 2]), np.array([0.9, 0.1]),
         ...               np.array([2]), np.array([3.0]))
         >>> dict(zip(ids.tolist(), s.round(2).tolist()))
@@ -91,7 +91,7 @@ class Ranking:
     by ``upper`` and stop once the page is above every unvisited bound, so only
     the items that can reach the page are scored exactly.
 
-    Example:
+    Examples:
         >>> class Exact:
         ...     ids = np.array([1, 2]); lower = upper = np.array([0.9, 0.1])
         ...     def exact(self, pos): return self.lower[pos]

@@ -13,7 +13,7 @@ store.operations.errors      counter     {error}      ``store``, ``error.type``
 store.search.results         histogram   {result}     ``store``
 ===========================  ==========  ===========  =================================
 
-Example:
+Examples:
     >>> from opentelemetry.sdk.metrics import MeterProvider
     >>> from opentelemetry.sdk.metrics.export import InMemoryMetricReader
     >>> from opentelemetry import metrics
@@ -115,7 +115,7 @@ def instrument_stores(meter_provider: Any) -> StoreMetrics:
     """Record every store's metrics to ``meter_provider`` from now on (instead of
     the global provider); returns the instruments.
 
-    Example:
+    Examples:
         >>> from opentelemetry.sdk.metrics import MeterProvider
         >>> _ = instrument_stores(MeterProvider())
         >>> _ = instrument_stores(None)  # back to the global provider

@@ -20,7 +20,7 @@ vectors laid out for search:
 Deleted or re-put items are masked in older segments (``touched`` ids of newer
 segments and the delta); merging segments drops them for good.
 
-Example:
+Examples:
     >>> import numpy as np
     >>> ix = VectorIndex(dims=2)
     >>> ix.put("user.a", 1, np.array([[1.0, 0.0]]))

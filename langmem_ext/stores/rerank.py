@@ -23,7 +23,7 @@ Stages (each measured on LoCoMo in ``docs/benchmarks.md``):
     similarity to the items already picked, so near-duplicates do not crowd
     out evidence for other parts of a question.
 
-Example:
+Examples:
     >>> import numpy as np
     >>> scores = np.array([0.9, 0.5, 0.4])
     >>> vecs = np.array([[1.0, 0.0], [0.0, 1.0], [0.8, 0.6]])
@@ -44,7 +44,7 @@ __all__ = ["diversify", "feedback", "group_boost", "order_by"]
 def order_by(scores: np.ndarray) -> np.ndarray:
     """Positions by score descending; ties keep the incoming order.
 
-    Example:
+    Examples:
         >>> order_by(np.array([0.2, 0.5, 0.5])).tolist()
         [1, 2, 0]
     """
@@ -90,7 +90,7 @@ def group_boost(
         top: a group's strength is the mean of its best ``top`` scores.
         weight: how much that strength adds to each member's score.
 
-    Example:
+    Examples:
         >>> group_boost(np.array([0.9, 0.6, 0.55]), ["a", "b", "a"], weight=0.5).tolist()
         [0, 2, 1]
     """
@@ -112,7 +112,7 @@ def diversify(scores: np.ndarray, vectors: np.ndarray, *, lam: float = 0.85) -> 
 
     ``lam`` = 1 keeps the store's order; lower values favour variety.
 
-    Example:
+    Examples:
         >>> v = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
         >>> diversify(np.array([0.9, 0.85, 0.8]), v, lam=0.5).tolist()
         [0, 2, 1]

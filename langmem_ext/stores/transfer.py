@@ -15,7 +15,7 @@ Import reads every line before it writes anything: malformed lines are an
 nothing is imported, unless ``skip_bad=True`` (the bad lines are reported and
 skipped).
 
-Example:
+Examples:
     >>> import io
     >>> from langmem_ext import SQLiteStore
     >>> source, target = SQLiteStore(), SQLiteStore()
@@ -53,7 +53,7 @@ _BATCH = 500
 def iter_rows(store: BaseStore, namespace_prefix: tuple[str, ...] = ()) -> Iterator[dict[str, Any]]:
     """Every item under ``namespace_prefix`` as an export line (a dict).
 
-    Example:
+    Examples:
         >>> from langmem_ext import SQLiteStore
         >>> store = SQLiteStore()
         >>> store.put(("user", "ada"), "m1", {"content": "Likes tea"}, index=False)
@@ -97,7 +97,7 @@ def export_jsonl(
     """Write every item under ``namespace_prefix`` to ``out``, one JSON object
     per line; returns how many. ``progress`` is called with the running count.
 
-    Example:
+    Examples:
         >>> import io
         >>> from langmem_ext import SQLiteStore
         >>> store = SQLiteStore()
@@ -194,7 +194,7 @@ def import_jsonl(
         InvalidValueError: malformed lines (each with its number and what is
             wrong) and ``skip_bad`` is false; nothing was imported.
 
-    Example:
+    Examples:
         >>> from langmem_ext import SQLiteStore
         >>> line = '{"namespace": ["user", "ada"], "key": "m1", "value": {"content": "Tea"}}'
         >>> import_jsonl(SQLiteStore(), [line, "{oops"], skip_bad=True).bad

@@ -13,23 +13,9 @@ from langgraph.store.base import BaseStore
 from pydantic import ValidationError as PydanticValidationError
 
 from .._langgraph import config_runtime, current_config
-from ..errors import ConfigurationError, LangmemError, TenantAccessError
-from ..errors import MemoryNotFoundError as _EngineNotFound
+from ..errors import ConfigurationError, LangmemError, MemoryToolError, TenantAccessError
 
-__all__ = ["MemoryNotFoundError", "MemoryTool", "MemoryToolError", "dumps", "resolve_store"]
-
-
-class MemoryToolError(LangmemError, ValueError):
-    """A tool call the model got wrong; the message says how to fix it."""
-
-    code = "INVALID_TOOL_INPUT"
-
-
-class MemoryNotFoundError(MemoryToolError, _EngineNotFound):
-    """The id names no memory in this namespace (also a
-    :class:`langmem_ext.errors.MemoryNotFoundError`, so one ``except`` catches both)."""
-
-    code = "MEMORY_NOT_FOUND"
+__all__ = ["MemoryTool", "dumps", "resolve_store"]
 
 
 class MemoryTool(StructuredTool):
@@ -98,6 +84,5 @@ def short(e: Exception) -> str:
     return str(e)
 
 
-# Public under langmem_ext.surfaces.tools: reprs, tracebacks and docs show that path.
-for _cls in (MemoryToolError, MemoryNotFoundError, MemoryTool):
-    _cls.__module__ = "langmem_ext.surfaces.tools"
+# Public under langmem_ext.surfaces.tools: reprs and docs show that path.
+MemoryTool.__module__ = "langmem_ext.surfaces.tools"

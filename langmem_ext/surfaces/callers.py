@@ -17,7 +17,7 @@ Each caller has a ``tenant_id`` (default: the single-tenant default), a
 ``memory:elevate``), exactly as a LangGraph auth handler would return them.
 Tokens are compared in constant time; an unknown or missing token is refused.
 
-Example:
+Examples:
     >>> callers = Callers.from_json(
     ...     '{"tokens": {"tok-ada-123": {"tenant_id": "acme", "user_id": "ada"}}}')
     >>> ctx = callers.authenticate("Bearer tok-ada-123")
@@ -26,7 +26,7 @@ Example:
     >>> callers.authenticate("Bearer nope")
     Traceback (most recent call last):
     ...
-    langmem_ext.surfaces.callers.AuthenticationError: unknown token; ...
+    langmem_ext.errors.AuthenticationError: unknown token; ...
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from typing import Any
 
 from ..engine import MemoryContext
 from ..engine.tenancy import ADMIN_PERMISSION, ELEVATE_PERMISSION
-from ..errors import ConfigurationError, TenantAccessError
+from ..errors import AuthenticationError, ConfigurationError
 
-__all__ = ["ENV_VAR", "AuthenticationError", "Callers"]
+__all__ = ["ENV_VAR", "Callers"]
 
 #: The environment variable that may hold the callers JSON.
 ENV_VAR = "LANGMEM_EXT_CALLERS"
@@ -56,12 +56,6 @@ _FIELDS = {
     "permissions",
     "name",
 }
-
-
-class AuthenticationError(TenantAccessError):
-    """A request without a valid bearer token."""
-
-    code = "UNAUTHENTICATED"
 
 
 class Callers:

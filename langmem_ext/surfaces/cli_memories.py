@@ -46,7 +46,7 @@ def _call(db: str, embed: str, action: Callable[[Any], Any]) -> Any:
     try:
         with _open(db, embed) as store:
             return action(store)
-    except (LangmemError, ValueError) as e:
+    except (LangmemError, ValueError, ImportError) as e:  # ImportError: a missing extra
         raise _fail(e) from e
 
 

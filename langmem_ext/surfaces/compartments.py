@@ -27,7 +27,7 @@ Wiring, in one line each::
     create_react_agent(model, tools + c.tools, store=store,
                        pre_model_hook=c.pre_model_hook, post_model_hook=c.post_model_hook)
 
-Example:
+Examples:
     >>> from langgraph.store.memory import InMemoryStore
     >>> c = Compartments(store=InMemoryStore(), limit=50)
     >>> save, get, clear = c.tools
@@ -58,21 +58,21 @@ from ..engine import MemoryContext, NamespaceTemplate, layout
 from ..engine.checks import check_int, check_mapping, check_text, run_config, shown
 from ..engine.models import ts
 from ..engine.namespaces import check_label
-from ..errors import ConfigurationError, InvalidValueError, MissingIdentifierError
+from ..errors import (
+    CompartmentFullError,
+    ConfigurationError,
+    InvalidValueError,
+    MemoryToolError,
+    MissingIdentifierError,
+)
 from ..reflection.middleware import with_system_block
-from ._tooling import MemoryTool, MemoryToolError, resolve_store
+from ._tooling import MemoryTool, resolve_store
 
-__all__ = ["COMPARTMENTS", "CompartmentFullError", "Compartments", "MemoryEntry"]
+__all__ = ["COMPARTMENTS", "Compartments", "MemoryEntry"]
 
 Compartment = Literal["run", "session", "plan"]
 COMPARTMENTS: tuple[str, ...] = ("run", "session", "plan")
 _PAGE = 500
-
-
-class CompartmentFullError(MemoryToolError):
-    """A save would take a compartment over its size limit."""
-
-    code = "COMPARTMENT_FULL"
 
 
 @dataclass
@@ -111,7 +111,7 @@ class Compartments:
         limits: Per-compartment overrides, e.g. ``{"plan": 20_000}``.
         plan_scope: ``"session"`` (default) or ``"run"``: how long plans live.
 
-    Example:
+    Examples:
         >>> c = Compartments(limits={"plan": 20_000})
         >>> [t.name for t in c.tools], c.limits["plan"], c.limits["run"]
         (['save_memory', 'get_memory', 'clear_memory'], 20000, 10000)
@@ -275,7 +275,7 @@ class Compartments:
         """Middleware for LangChain's ``create_agent``: adds the three tools, shows
         run memory in every model call, clears it when the run ends.
 
-        Example:
+        Examples:
             >>> Compartments().middleware().tools[0].name
             'save_memory'
         """

@@ -1,6 +1,6 @@
 """Open the store a command works on: a SQLite file, or a PostgreSQL URL.
 
-Example:
+Examples:
     >>> with open_store(":memory:", embed=None) as store:
     ...     type(store).__name__
     'SQLiteStore'
@@ -31,9 +31,9 @@ def open_store(db: str, *, embed: str | None = "local") -> Iterator[BaseStore]:
         return
     from ..stores import SQLiteStore
 
-    store = SQLiteStore(db, index=index)
+    sqlite = SQLiteStore(db, index=index)
     try:
-        store.setup()
-        yield store
+        sqlite.setup()
+        yield sqlite
     finally:
-        store.close()
+        sqlite.close()

@@ -93,7 +93,7 @@ class DemoResult:
 def run_demo(path: Path, embed: str = "local") -> list[DemoResult]:
     """Store the sample in a fresh store at ``path`` and run the demo searches.
 
-    Example:
+    Examples:
         >>> import tempfile, pathlib
         >>> d = pathlib.Path(tempfile.mkdtemp())
         >>> results = run_demo(d / "demo.db")

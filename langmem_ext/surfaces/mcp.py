@@ -21,7 +21,7 @@ Who is calling decides whose memories a call touches, never the arguments:
 A non-admin caller naming a tenant in a tool's ``tenant_id`` argument gets a
 ``TENANT_FORBIDDEN`` error; admins cross tenants only when elevated.
 
-Example:
+Examples:
     >>> from langmem_ext import SQLiteStore
     >>> from langmem_ext.engine import MemoryContext
     >>> server = create_mcp_server(SQLiteStore(), caller=MemoryContext(user_id="ada"))
@@ -35,12 +35,13 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.store.base import BaseStore
 
 from ..engine import MemoryContext, MemoryEngine
-from ..errors import ConfigurationError
-from .callers import AuthenticationError, Callers
+from ..errors import AuthenticationError, ConfigurationError
+from .callers import Callers
 from .memory_tools import create_memory_tools
 from .tools import create_manage_memory_tool, create_search_memory_tool
 
@@ -102,6 +103,7 @@ def create_mcp_server(
     from mcp.server.auth.provider import AccessToken
     from mcp.server.auth.settings import AuthSettings
     from mcp.server.mcpserver import MCPServer
+    from pydantic import AnyHttpUrl
 
     if callers is None and caller is None:
         raise ConfigurationError(
@@ -124,7 +126,9 @@ def create_mcp_server(
         kwargs["token_verifier"] = _Verifier()
         # Tokens are opaque keys of the callers file, issued for this server only.
         kwargs["auth"] = AuthSettings(
-            issuer_url=url, resource_server_url=f"{url}/mcp", validate_token_resource=False
+            issuer_url=AnyHttpUrl(url),
+            resource_server_url=AnyHttpUrl(f"{url}/mcp"),
+            validate_token_resource=False,
         )
     server = MCPServer(
         "langmem-ext",
@@ -171,7 +175,7 @@ def _mcp_function(tool: BaseTool, who: Callable[[], MemoryContext]) -> Callable[
         annotations[name] = field.annotation
 
     async def call(**kwargs: Any) -> str:
-        config = {"configurable": {"memory_context": who()}}
+        config: RunnableConfig = {"configurable": {"memory_context": who()}}
         args = {k: v for k, v in kwargs.items() if v is not None or k in _KEEP_NONE}
         out = await tool.ainvoke(args, config)
         return out if isinstance(out, str) else str(out)

@@ -1,4 +1,5 @@
-"""The seed 003 memory tools as LangChain tools over a :class:`MemoryEngine`.
+"""The memory tool set (facts, episodes, rules) as LangChain tools over a
+:class:`MemoryEngine`.
 
 ``create_memory_tools(engine)`` returns ``memory_store_episode``,
 ``memory_store_fact``, ``memory_store_rule``, ``memory_search``,
@@ -14,7 +15,7 @@ rejected for anyone else.
 Errors come back to the model as text ``"<CODE>: <what to do>"`` (a
 ``ToolException``, so a ``ToolNode`` reports it as an error ``ToolMessage``).
 
-Example:
+Examples:
     >>> from langmem_ext import SQLiteStore
     >>> from langmem_ext.engine import MemoryContext, MemoryEngine
     >>> tools = {t.name: t for t in create_memory_tools(MemoryEngine(SQLiteStore()))}
@@ -30,7 +31,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
@@ -38,8 +39,9 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from ..engine import MemoryEngine
 from ..engine.checks import shown
 from ..engine.models import Fact, MemoryRecord, Rule
+from ..engine.requests import Operation
 from ..errors import ConfigurationError, LangmemError
-from ..reflection.context import DEFAULT_CONTEXT_BUDGET, amemory_context, memory_context
+from ..reflection.context import DEFAULT_CONTEXT_BUDGET, context_steps
 
 __all__ = ["MEMORY_TOOL_NAMES", "create_memory_tools"]
 
@@ -63,7 +65,20 @@ Mode = Literal["hybrid", "vector", "keyword"]
 _TENANT_DOC = "Leave empty. Admins only, with an elevated context: another tenant's id."
 
 
-def _record_json(record: MemoryRecord, engine: MemoryEngine, config: RunnableConfig) -> str:
+class _Call(NamedTuple):
+    """What a tool call does: an engine operation, measured as ``operation``,
+    and how its result becomes the tool's text."""
+
+    operation: str
+    op: Operation[Any]
+    render: Callable[[Any], str]
+
+
+def _hits_json(hits: list[Any]) -> str:
+    return json.dumps([h.to_dict() for h in hits])
+
+
+def _record_json(record: MemoryRecord, engine: MemoryEngine) -> str:
     value = record.to_dict()
     if isinstance(record, Fact | Rule):
         value["effective_confidence"] = round(record.effective_confidence(engine.config.clock()), 4)
@@ -92,6 +107,9 @@ def create_memory_tools(
         raise ConfigurationError(f"unknown tools {unknown}; use {', '.join(MEMORY_TOOL_NAMES)}")
     e = engine
 
+    def _record(operation: str, op: Operation[MemoryRecord]) -> _Call:
+        return _Call(operation, op, lambda r: _record_json(r, e))
+
     def store_episode(
         content: str,
         butler: str,
@@ -100,11 +118,11 @@ def create_memory_tools(
         tenant_id: str | None = None,
         *,
         config: RunnableConfig,
-    ) -> Any:
+    ) -> _Call:
         """Store an episode (what happened in this session); it expires after 7 days.
         Importance 0-10, default 5. Returns the episode id."""
-        kw = {"session_id": session_id, "importance": importance, "tenant": tenant_id}
-        return ("store_episode", (config, content, butler), kw, lambda r: r.id)
+        op = e.store_episode_op(config, content, butler, session_id, importance, tenant=tenant_id)
+        return _Call("store_episode", op, lambda r: r.id)
 
     def store_fact(
         subject: str,
@@ -118,17 +136,21 @@ def create_memory_tools(
         tenant_id: str | None = None,
         *,
         config: RunnableConfig,
-    ) -> Any:
+    ) -> _Call:
         """Store a fact about subject/predicate (e.g. user / favorite_color). A newer fact
         for the same subject and predicate supersedes the old one. Returns the fact id."""
-        kw = {
-            "importance": importance,
-            "permanence": permanence,
-            "scope": scope,
-            "tags": tags,
-            "tenant": tenant_id,
-        }
-        return ("store_fact", (config, subject, predicate, content), kw, lambda r: r.id)
+        op = e.store_fact_op(
+            config,
+            subject,
+            predicate,
+            content,
+            importance=importance,
+            permanence=permanence,
+            scope=scope,
+            tags=tags,
+            tenant=tenant_id,
+        )
+        return _Call("store_fact", op, lambda r: r.id)
 
     def store_rule(
         content: str,
@@ -137,10 +159,10 @@ def create_memory_tools(
         tenant_id: str | None = None,
         *,
         config: RunnableConfig,
-    ) -> Any:
+    ) -> _Call:
         """Store a behavioural rule (starts as a candidate, confidence 0.5). Returns its id."""
-        kw = {"scope": scope, "tags": tags, "tenant": tenant_id}
-        return ("store_rule", (config, content), kw, lambda r: r.id)
+        op = e.store_rule_op(config, content, scope=scope, tags=tags, tenant=tenant_id)
+        return _Call("store_rule", op, lambda r: r.id)
 
     def search(
         query: str,
@@ -152,18 +174,20 @@ def create_memory_tools(
         tenant_id: str | None = None,
         *,
         config: RunnableConfig,
-    ) -> Any:
+    ) -> _Call:
         """Search episodes, facts and rules. Returns JSON results with type, id,
         content, score and confidence."""
-        kw = {
-            "types": types,
-            "scope": scope,
-            "mode": mode,
-            "limit": limit,
-            "min_confidence": min_confidence,
-            "tenant": tenant_id,
-        }
-        return ("search", (config, query), kw, lambda hs: json.dumps([h.to_dict() for h in hs]))
+        op = e.search_op(
+            config,
+            query,
+            types=types,
+            scope=scope,
+            mode=mode,
+            limit=limit,
+            min_confidence=min_confidence,
+            tenant=tenant_id,
+        )
+        return _Call("search", op, _hits_json)
 
     def recall(
         topic: str,
@@ -172,42 +196,29 @@ def create_memory_tools(
         tenant_id: str | None = None,
         *,
         config: RunnableConfig,
-    ) -> Any:
+    ) -> _Call:
         """Recall the facts and rules most useful for a topic (relevance, importance,
         recency, confidence). Use this first when you need to remember something."""
-        kw = {"scope": scope, "limit": limit, "tenant": tenant_id}
-        return ("recall", (config, topic), kw, lambda hs: json.dumps([h.to_dict() for h in hs]))
+        op = e.recall_op(config, topic, scope=scope, limit=limit, tenant=tenant_id)
+        return _Call("recall", op, _hits_json)
 
     def get(
         type: MemoryType, id: str, tenant_id: str | None = None, *, config: RunnableConfig
-    ) -> Any:
+    ) -> _Call:
         """Get one memory by type and id (the full record)."""
-        return (
-            "get_memory",
-            (config, type, id),
-            {"tenant": tenant_id},
-            lambda r: _record_json(r, e, config),
-        )
+        return _record("get_memory", e.get_memory_op(config, type, id, tenant=tenant_id))
 
     def confirm(
         type: MemoryType, id: str, tenant_id: str | None = None, *, config: RunnableConfig
-    ) -> Any:
+    ) -> _Call:
         """Confirm a fact or rule is still true: resets its confidence decay."""
-        return (
-            "confirm",
-            (config, type, id),
-            {"tenant": tenant_id},
-            lambda r: _record_json(r, e, config),
-        )
+        return _record("confirm", e.confirm_op(config, type, id, tenant=tenant_id))
 
-    def mark_helpful(rule_id: str, tenant_id: str | None = None, *, config: RunnableConfig) -> Any:
+    def mark_helpful(
+        rule_id: str, tenant_id: str | None = None, *, config: RunnableConfig
+    ) -> _Call:
         """Record that a rule helped."""
-        return (
-            "mark_helpful",
-            (config, rule_id),
-            {"tenant": tenant_id},
-            lambda r: _record_json(r, e, config),
-        )
+        return _record("mark_helpful", e.mark_helpful_op(config, rule_id, tenant=tenant_id))
 
     def mark_harmful(
         rule_id: str,
@@ -215,29 +226,22 @@ def create_memory_tools(
         tenant_id: str | None = None,
         *,
         config: RunnableConfig,
-    ) -> Any:
+    ) -> _Call:
         """Record that a rule did harm, with the reason."""
-        return (
-            "mark_harmful",
-            (config, rule_id, reason),
-            {"tenant": tenant_id},
-            lambda r: _record_json(r, e, config),
-        )
+        op = e.mark_harmful_op(config, rule_id, reason, tenant=tenant_id)
+        return _record("mark_harmful", op)
 
     def forget(
         type: MemoryType, id: str, tenant_id: str | None = None, *, config: RunnableConfig
-    ) -> Any:
+    ) -> _Call:
         """Forget a memory (kept for audit, never recalled again)."""
-        return (
-            "forget",
-            (config, type, id),
-            {"tenant": tenant_id},
-            lambda r: _record_json(r, e, config),
-        )
+        return _record("forget", e.forget_op(config, type, id, tenant=tenant_id))
 
-    def stats(scope: str | None = None, tenant_id: str | None = None, *, config: RunnableConfig):
+    def stats(
+        scope: str | None = None, tenant_id: str | None = None, *, config: RunnableConfig
+    ) -> _Call:
         """Counts and health of stored memories (scope: only 'global' and this scope)."""
-        return ("stats", (config, scope), {"tenant": tenant_id}, json.dumps)
+        return _Call("stats", e.stats_op(config, scope, tenant=tenant_id), json.dumps)
 
     def context(
         trigger_prompt: str,
@@ -246,13 +250,13 @@ def create_memory_tools(
         tenant_id: str | None = None,
         *,
         config: RunnableConfig,
-    ) -> Any:
+    ) -> _Call:
         """The memory block to put into a system prompt for this request: the best facts,
         rules and recent episodes for trigger_prompt, scoped to butler, within token_budget
         tokens (default 3000)."""
-        kw = {"tenant": tenant_id}
-        call = (memory_context, amemory_context)
-        return (call, (config, trigger_prompt, butler, token_budget), kw, str)
+        env = e.env(config, tenant_id)
+        op = context_steps(env, trigger_prompt, butler, token_budget, None, None)
+        return _Call("context", op, str)
 
     specs: dict[str, Callable[..., Any]] = {
         "memory_store_episode": store_episode,
@@ -271,29 +275,22 @@ def create_memory_tools(
     return [_tool(engine, name, specs[name]) for name in names]
 
 
-def _tool(engine: MemoryEngine, name: str, spec: Callable[..., Any]) -> BaseTool:
-    # Each spec names the engine method (or a (sync, async) pair of functions
-    # taking the engine first), its arguments and how to render the result, so
-    # the sync and async tool bodies below are the only two.
-    def pick(method: Any, prefix: str) -> Callable[..., Any]:
-        if isinstance(method, str):
-            return getattr(engine, prefix + method)
-        fn = method[1] if prefix else method[0]
-        return functools.partial(fn, engine)
-
+def _tool(engine: MemoryEngine, name: str, spec: Callable[..., _Call]) -> BaseTool:
+    # The spec builds the operation (validating its arguments); one sync and one
+    # async body run it, so no tool has a hand-written twin.
     @functools.wraps(spec)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        method, a, kw, render = spec(*args, **kwargs)
+    def run(*args: Any, **kwargs: Any) -> str:
         try:
-            return render(pick(method, "")(*a, **kw))
+            call = spec(*args, **kwargs)
+            return call.render(engine.run(call.op, call.operation))
         except LangmemError as err:
             raise ToolException(f"{err.code}: {err}") from err
 
     @functools.wraps(spec)
-    async def arun(*args: Any, **kwargs: Any) -> Any:
-        method, a, kw, render = spec(*args, **kwargs)
+    async def arun(*args: Any, **kwargs: Any) -> str:
         try:
-            return render(await pick(method, "a")(*a, **kw))
+            call = spec(*args, **kwargs)
+            return call.render(await engine.arun(call.op, call.operation))
         except LangmemError as err:
             raise ToolException(f"{err.code}: {err}") from err
 

@@ -6,7 +6,7 @@ The query call uses a *named* tool choice (``search_memory``), which local
 model servers accept, and the search is the memory tool's: the user's own
 memories (identity from the authentication), hybrid ranking on our stores.
 
-Example:
+Examples:
     >>> from langchain_core.messages import AIMessage
     >>> from langgraph.func import entrypoint
     >>> from langmem_ext import SQLiteStore, create_manage_memory_tool

@@ -33,7 +33,7 @@ switching is a change of import. What differs:
   property required and nullable where optional, no defaults, no free-form
   objects: the search filter becomes a list of ``{field, op, value}``).
 
-Example:
+Examples:
     >>> from langmem_ext import SQLiteStore
     >>> store = SQLiteStore()
     >>> manage = create_manage_memory_tool(("memories",), store=store)
@@ -61,15 +61,19 @@ from ..engine import EngineConfig, EnginesByStore, MemoryEngine, NamespaceTempla
 from ..engine import lifecycle as lc
 from ..engine.checks import shown
 from ..engine.requests import Batch
-from ..errors import ConfigurationError, LangmemError, MissingIdentifierError
+from ..errors import (
+    ConfigurationError,
+    LangmemError,
+    MemoryToolError,
+    MemoryToolNotFoundError,
+    MissingIdentifierError,
+)
 from ..errors import MemoryNotFoundError as _NotFound
 from ..stores import OPERATORS, HybridSearchOp, normalize_filter, supports_hybrid
-from ._tooling import MemoryNotFoundError, MemoryTool, MemoryToolError, dumps, resolve_store, short
+from ._tooling import MemoryTool, dumps, resolve_store, short
 
 __all__ = [
-    "MemoryNotFoundError",
     "MemoryTool",
-    "MemoryToolError",
     "create_manage_memory_tool",
     "create_search_memory_tool",
 ]
@@ -124,7 +128,7 @@ def create_manage_memory_tool(
     Raises:
         ConfigurationError: ``actions_permitted`` is empty or has an unknown action.
 
-    Example:
+    Examples:
         >>> from langgraph.store.memory import InMemoryStore
         >>> tool = create_manage_memory_tool(store=InMemoryStore())
         >>> cfg = {"configurable": {"user_id": "u-123"}}
@@ -133,7 +137,7 @@ def create_manage_memory_tool(
         >>> tool.invoke({"action": "update", "content": "x"}, cfg)
         Traceback (most recent call last):
         ...
-        langmem_ext.surfaces.tools.MemoryToolError: You must provide a MEMORY ID ...
+        langmem_ext.errors.MemoryToolError: You must provide a MEMORY ID ...
     """
     _check_common(name, instructions, store, strict, default_tenant)
     if actions_permitted is not None and (
@@ -388,8 +392,8 @@ def for_model(e: LangmemError) -> LangmemError:
     return e
 
 
-def _not_found(key: Any, ns: tuple[str, ...]) -> MemoryNotFoundError:
-    return MemoryNotFoundError(
+def _not_found(key: Any, ns: tuple[str, ...]) -> MemoryToolNotFoundError:
+    return MemoryToolNotFoundError(
         f"No MEMORY with id {key} exists here, so there is nothing to update. Search to "
         "find the right id, or use action='create' to add a new MEMORY.",
         id=str(key),
@@ -430,7 +434,7 @@ def create_search_memory_tool(
             rank by mode (:class:`~langmem_ext.SQLiteStore`); default: the store's.
         default_tenant: As in :func:`create_manage_memory_tool`.
 
-    Example:
+    Examples:
         >>> from langmem_ext import SQLiteStore
         >>> store = SQLiteStore()
         >>> store.put(("user", "u-1"), "m1", {"content": "dark mode", "category": "preference"})

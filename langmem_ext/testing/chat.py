@@ -14,7 +14,7 @@ each call's binding kwargs (``tool_choice``, ``response_format``).
 ``rejects`` lists ``tool_choice`` values the model answers with an HTTP 500
 error, as llama.cpp's server does for ``"any"`` and ``"required"``.
 
-Example:
+Examples:
     >>> from langchain_core.messages import HumanMessage
     >>> model = ScriptedExtractionModel([[("Lives in Berlin", "context", 0.9)]])
     >>> model.invoke([HumanMessage("hi")]).tool_calls[0]["args"]["facts"][0]["content"]

@@ -53,7 +53,7 @@ class EmbeddedPostgres:
     """A running throwaway server (not durable, see the module docstring).
     ``dsn`` reaches the ``postgres`` database as superuser.
 
-    Example:
+    Examples:
         >>> server = start_embedded_postgres()  # doctest: +SKIP
         >>> dsn = server.fresh_database()  # doctest: +SKIP
         >>> server.stop()  # doctest: +SKIP

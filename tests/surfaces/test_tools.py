@@ -11,13 +11,13 @@ from langchain_core.messages import ToolMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
-from langmem_ext.errors import ConfigurationError
-from langmem_ext.surfaces.tools import (
-    MemoryNotFoundError,
+from langmem_ext import (
     MemoryToolError,
+    MemoryToolNotFoundError,
     create_manage_memory_tool,
     create_search_memory_tool,
 )
+from langmem_ext.errors import ConfigurationError
 
 from .conftest import memories, plain, snapshot
 
@@ -156,12 +156,12 @@ def _bad_calls(key: str) -> list[tuple[dict, type, str]]:
         ({"action": "delete", "id": {"$ne": None}}, MemoryToolError, "not a valid id"),
         (
             {"content": "x", "action": "update", "id": "fact_00000000"},
-            MemoryNotFoundError,
+            MemoryToolNotFoundError,
             "No MEMORY with id",
         ),
         (
             {"content": "x", "action": "update", "id": str(uuid.uuid4())},
-            MemoryNotFoundError,
+            MemoryToolNotFoundError,
             "No MEMORY with id",
         ),
         ({"action": "create"}, MemoryToolError, "content is required"),
@@ -344,7 +344,7 @@ async def test_async_round_trip(any_store):
     )
     found = json.loads(await search.ainvoke({"query": "viola"}, U123))
     assert [m["value"]["content"] for m in found] == ["plays the viola"]
-    with pytest.raises(MemoryNotFoundError):
+    with pytest.raises(MemoryToolNotFoundError):
         await manage.ainvoke({"content": "x", "action": "update", "id": str(uuid.uuid4())}, U123)
     msg = await manage.ainvoke(
         {"type": "tool_call", "id": "c", "name": "manage_memory", "args": {"action": "delete"}},

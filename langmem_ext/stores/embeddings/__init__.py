@@ -105,7 +105,7 @@ def resolve_index(
 ) -> ResolvedIndex | None:
     """Validate an ``index`` config and build its (cached) embedder.
 
-    Example:
+    Examples:
         >>> r = resolve_index({"embed": "local", "fields": ["content"]})
         >>> (r.dims, r.fields[0][0])
         (384, 'content')

@@ -47,7 +47,7 @@ class CachedEmbeddings(Embeddings):
     Attributes:
         calls: texts sent to ``inner`` so far; ``hits``: texts served from cache.
 
-    Example:
+    Examples:
         >>> from langchain_core.embeddings import FakeEmbeddings
         >>> emb = CachedEmbeddings(FakeEmbeddings(size=4), model_id="fake", dims=4)
         >>> _ = emb.embed_documents(["a", "a", "b"]); _ = emb.embed_documents(["a"])

@@ -46,7 +46,7 @@ class LocalEmbeddings(Embeddings):
         batch_size: texts per call into the engine.
         variant: ``"original"`` (multilingual) or ``"enpt"`` (English/Portuguese pruned).
 
-    Example:
+    Examples:
         >>> emb = LocalEmbeddings()
         >>> len(emb.embed_query("dark mode"))
         384

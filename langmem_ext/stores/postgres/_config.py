@@ -2,7 +2,7 @@
 ``pool_config`` (LangGraph's ``PoolConfig`` or any ``psycopg_pool`` option) and
 ``pipeline``. Pure functions, no I/O.
 
-Example:
+Examples:
     >>> pool_options({"max_size": None})["max_size"]
     10
 """

@@ -19,7 +19,7 @@ anything else             server-side failure          StoreError
 A failed batch is one rolled-back transaction, so in every case nothing of it
 was applied.
 
-Example:
+Examples:
     >>> import psycopg
     >>> e = psycopg.errors.ProgramLimitExceeded("string is too long for tsvector")
     >>> type(translate(e, "a batch")).__name__

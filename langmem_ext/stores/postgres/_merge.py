@@ -16,7 +16,7 @@ embedder error), each caller's operations are run again alone, so a caller
 gets its own result or its own error; a failed batch changed nothing, so the
 rerun is safe. Retryable failures (lost connection) go to every caller.
 
-Example:
+Examples:
     >>> import asyncio
     >>> async def run(ops):
     ...     return [op * 10 for op in ops]
@@ -154,7 +154,7 @@ def dedupe_reads(ops: list[Any]) -> tuple[list[Any], list[int]]:
     position of its operation in the deduplicated list. Puts are all kept (the
     batch applies the last one of a key). See :func:`spread`.
 
-    Example:
+    Examples:
         >>> from langgraph.store.base import GetOp
         >>> dedupe_reads([GetOp(("a",), "k"), GetOp(("a",), "k")])
         ([GetOp(namespace=('a',), key='k', refresh_ttl=True)], [0, 0])

@@ -1,7 +1,7 @@
 """The steps a conversation generator yields (see :mod:`._core`), and
 :func:`gather`, which runs several conversations side by side.
 
-Example:
+Examples:
     >>> def one(n):
     ...     rows = yield Exec("SELECT %s", [n], fetch=True)
     ...     return rows

@@ -225,7 +225,7 @@ def candidates(vi: dict[str, Any], need: int, filtered: bool) -> int:
 def exact_bound(total: float, cost_ratio: float, exact_below: int) -> int:
     """Scopes below this many vectors are searched exactly (see module docs).
 
-    Example:
+    Examples:
         >>> exact_bound(1_000_000, 45 * 40, 2000)
         42427
     """

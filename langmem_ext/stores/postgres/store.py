@@ -95,7 +95,7 @@ class PostgresStore(PostgresCore):
         pipeline: accepted for LangGraph compatibility; the independent
             statements of a batch are always sent in pipeline mode.
 
-    Example:
+    Examples:
         >>> with PostgresStore.from_conn_string(dsn) as store:  # doctest: +SKIP
         ...     store.put(("user", "u1"), "m1", {"content": "prefers dark mode"})
         ...     [r.key for r in store.search(("user",), query="dark mode")]
@@ -144,7 +144,7 @@ class PostgresStore(PostgresCore):
         are (``pipeline``, ``pool_config``, ``index``, ``ttl``) and this
         store's own (``search_mode``, ``vector_index``, ``text_search_config``).
 
-        Example:
+        Examples:
             >>> with PostgresStore.from_conn_string("postgresql:///app") as s:  # doctest: +SKIP
             ...     s.put(("a",), "k", {"v": 1})
         """

@@ -88,7 +88,7 @@ class AsyncPostgresStore(PostgresCore):
     embedder's cache interface is synchronous); with a bare ``AsyncConnection``
     the cache stays in memory.
 
-    Example:
+    Examples:
         >>> async with AsyncPostgresStore.from_conn_string(dsn) as store:  # doctest: +SKIP
         ...     await store.aput(("user", "u1"), "m1", {"content": "likes tea"})
         ...     [r.key for r in await store.asearch(("user",), query="tea")]
@@ -148,7 +148,7 @@ class AsyncPostgresStore(PostgresCore):
         (LangGraph's ``AsyncPostgresStore.from_conn_string`` arguments as they
         are, plus this store's own).
 
-        Example:
+        Examples:
             >>> async with AsyncPostgresStore.from_conn_string(dsn) as store:  # doctest: +SKIP
             ...     await store.aput(("a",), "k", {"v": 1})
         """

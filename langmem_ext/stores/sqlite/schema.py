@@ -96,7 +96,7 @@ def ns_token(prefix: str) -> str:
     """FTS5 token of a namespace (labels joined by ``.``): 20 decimal digits
     (the tokenizer and the stemmer leave digits alone) from a 64-bit hash.
 
-    Example:
+    Examples:
         >>> len(ns_token("user.u1")), ns_token("user.u1").isdigit()
         (20, True)
     """

@@ -62,7 +62,7 @@ class SQLiteStore(HybridStore):
             also survives power loss, at one fsync per commit.
         timeout: seconds to wait for another process's write lock.
 
-    Example:
+    Examples:
         >>> from langmem_ext import SQLiteStore
         >>> with SQLiteStore(":memory:") as store:
         ...     store.put(("user", "u1"), "m1", {"content": "prefers dark mode"})
@@ -103,7 +103,7 @@ class SQLiteStore(HybridStore):
     def from_conn_string(cls, conn_string: str, **kwargs: Any) -> Iterator[SQLiteStore]:
         """Open a store on a file path (LangGraph's constructor shape).
 
-        Example:
+        Examples:
             >>> with SQLiteStore.from_conn_string(":memory:") as store:
             ...     store.put(("a",), "k", {"v": 1})
         """
@@ -351,7 +351,7 @@ class SQLiteStore(HybridStore):
     def sweep_ttl(self) -> int:
         """Delete expired items now; returns how many were deleted.
 
-        Example:
+        Examples:
             >>> SQLiteStore().sweep_ttl()
             0
         """
