@@ -178,7 +178,7 @@ class MemoryNotFoundError(LangmemError, LookupError):
 
 
 class FactNotFoundError(MemoryNotFoundError, KeyError):
-    """No profile fact with this id (seed 004 raises ``KeyError`` here, so this
+    """No profile fact with this id (raises ``KeyError`` here, so this
     is one; ``except KeyError`` and ``except MemoryNotFoundError`` both work)."""
 
     def __str__(self) -> str:

@@ -53,7 +53,7 @@ class EngineConfig:
             (default) uses the store's default — hybrid on ours, which finds far
             more on conversational data (docs/benchmarks.md) — ``"vector"`` makes
             relevance plain cosine.
-        meter_provider: OpenTelemetry ``MeterProvider`` for the seed 001 metrics
+        meter_provider: OpenTelemetry ``MeterProvider`` for the metrics
             (:mod:`.metrics`); None uses the global one (a no-op without the SDK).
     """
 

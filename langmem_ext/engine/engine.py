@@ -190,7 +190,7 @@ class MemoryEngine:
         metadata: dict[str, Any] | None = None,
         tenant: str | None = None,
     ) -> Operation[Note]:
-        """Store a note (seed 001 ``add``) in ``layer`` (default: ``config.default_layer``).
+        """Store a note (``add``) in ``layer`` (default: ``config.default_layer``).
 
         Raises MISSING_IDENTIFIER when the caller lacks the layer's identifier,
         INVALID_LAYER, CONTENT_TOO_LONG."""
@@ -334,7 +334,7 @@ class MemoryEngine:
     def get_op(
         self, ctx: Ctx, id: str, type: str | None = None, *, tenant: str | None = None
     ) -> Operation[Any]:
-        """The memory with this id, or None (seed 001: no error when missing)."""
+        """The memory with this id, or None (no error when missing)."""
         return rc.get(self.env(ctx, tenant), id, type)
 
     def get_memory_op(
@@ -364,7 +364,7 @@ class MemoryEngine:
         filter: dict[str, Any] | None = None,
         tenant: str | None = None,
     ) -> Operation[list[Hit]]:
-        """Search episodes, facts and rules (seed 003), by relevance."""
+        """Search episodes, facts and rules, by relevance."""
         return rc.search(
             self.env(ctx, tenant),
             query,
@@ -391,7 +391,7 @@ class MemoryEngine:
         filter: dict[str, Any] | None = None,
         tenant: str | None = None,
     ) -> Operation[list[Hit]]:
-        """Layered search (seed 001): layers concurrently, precedence then
+        """Layered search: layers concurrently, precedence then
         score, threshold 0.7 by default, near-duplicates dropped."""
         return rc.search_layers(
             self.env(ctx, tenant),
@@ -443,10 +443,10 @@ class MemoryEngine:
     def stats_op(
         self, ctx: Ctx, scope: str | None = None, *, tenant: str | None = None
     ) -> Operation[dict[str, Any]]:
-        """Counts of facts, rules and episodes (seed 003 ``memory_stats``)."""
+        """Counts of facts, rules and episodes (``memory_stats``)."""
         return rc.stats(self.env(ctx, tenant), scope)
 
-    # -- the user profile (seed 004, :mod:`.profile`) -----------------------------
+    # -- the user profile (:mod:`.profile`) ---------------------------------------------
 
     def get_profile_op(self, ctx: Ctx, *, tenant: str | None = None) -> Operation[Profile]:
         """The caller's profile: user context, history and active facts
@@ -540,7 +540,7 @@ class MemoryEngine:
         for an unknown id (unlike :meth:`delete`, which is idempotent)."""
         return pf.delete_fact(self.env(ctx, tenant), id)
 
-    # -- provider contract (seed 001) ---------------------------------------------
+    # -- provider contract ---------------------------------------------
 
     def bulk_add_op(
         self,
@@ -574,7 +574,7 @@ class MemoryEngine:
         return pv.bulk_delete(self.env(ctx, tenant), ids)
 
     def generate_embedding_op(self, text: str) -> Operation[list[float] | None]:
-        """The store's embedding of ``text`` (seed 001 ``generateEmbedding``);
+        """The store's embedding of ``text`` (``generateEmbedding``);
         None when the store has no embedder."""
         return pv.generate_embedding(Env(self.config, self.caps, _NO_CALLER, "", _EPOCH), text)
 
@@ -596,7 +596,7 @@ class MemoryEngine:
         return pv.health_check()
 
     def capabilities(self) -> dict[str, Any]:
-        """What the store actually used offers (seed 001 provider capabilities):
+        """What the store actually used offers (provider capabilities):
         ``vectorSearch``, ``embeddingDimensions``, ``distanceMetrics``,
         ``bulkOperations`` (True when one batch is one transaction), plus
         ``keywordSearch`` and ``filterOperators``.
@@ -610,7 +610,7 @@ class MemoryEngine:
         return pv.capabilities(self.store, self.caps)
 
     def setup(self) -> None:
-        """Seed 001 ``initialize``: the store's ``setup()`` (migrations), if it has one."""
+        """``initialize``: the store's ``setup()`` (migrations), if it has one."""
         if hasattr(self.store, "setup"):
             self.store.setup()
 
@@ -622,7 +622,7 @@ class MemoryEngine:
             self.store.setup()
 
     def close(self) -> None:
-        """Seed 001 ``shutdown``: the store's ``close()``, if it has one."""
+        """``shutdown``: the store's ``close()``, if it has one."""
         if hasattr(self.store, "close"):
             self.store.close()
 

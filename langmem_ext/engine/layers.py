@@ -1,4 +1,4 @@
-"""Memory layers (seed 001), their precedence, and which a caller may read.
+"""Memory layers, their precedence, and which a caller may read.
 
 =========  ===========  ==========================================================
 layer      identifier   meaning

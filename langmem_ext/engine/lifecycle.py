@@ -385,9 +385,7 @@ def revise(env: Env, id: str, content: Any) -> Operation[MemoryRecord]:
 def delete(env: Env, id: Any) -> Operation[bool]:
     """The provider contract's delete: removes the record (current or archived);
     idempotent (True for unknown ids). The audit event stays."""
-    if not isinstance(id, str) or not id:
-        return True
-    old = yield from load(env, None, id)
+    old = yield from load(env, None, check_id(id))
     if old is not None:
         layer = env.layer_of(old)
         ns = layer.ns if old.live else env.meta(layer, "archive")

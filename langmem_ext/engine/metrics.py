@@ -1,4 +1,4 @@
-"""Seed 001 "Memory Observability": the engine's OpenTelemetry metrics.
+"""Memory observability: the engine's OpenTelemetry metrics.
 
 Only the OpenTelemetry *API* is used here: without a configured SDK every
 instrument is a no-op, so metrics cost nothing until an application installs a
@@ -64,7 +64,7 @@ def error_code(error: BaseException) -> str:
 
 
 class EngineMetrics:
-    """The five seed 001 instruments, created from one meter.
+    """The five instruments, created from one meter.
 
     Args:
         meter_provider: where to record; None uses the global provider

@@ -70,11 +70,11 @@ __all__ = [
 ]
 
 MemoryType = Literal["note", "fact", "episode", "rule"]
-#: Memory types. Notes are free content (seed 001's ``add``); the seed 003 tools
+#: Memory types. Notes are free content (the engine's ``add``); the memory tools
 #: use the other three.
 MEMORY_TYPES: tuple[str, ...] = ("note", "fact", "episode", "rule")
 
-#: Importance is a number in this closed range (seed 003 uses 5.0 and 9.0).
+#: Importance is a number in this closed range (the episode defaults are 5.0 and 9.0).
 IMPORTANCE_RANGE = (0.0, 10.0)
 #: Confidence is a number in this closed range.
 CONFIDENCE_RANGE = (0.0, 1.0)
@@ -101,7 +101,7 @@ FADING_RATIO = 0.5
 #: ``sweep`` marks an active fact ``expired`` below this effective confidence.
 EXPIRE_BELOW = 0.05
 
-# -- the user profile (seed 004) ---------------------------------------------
+# -- the user profile ---------------------------------------------
 #: Categories of profile facts (extracted or added through the profile API).
 FACT_CATEGORIES: tuple[str, ...] = (
     "preference",

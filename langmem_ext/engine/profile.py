@@ -1,9 +1,9 @@
-"""The user profile of seed 004: a summary (user context and history) and the
+"""The user profile: a summary (user context and history) and the
 user's facts, with the fact-collection rules reflection relies on.
 
 The profile's facts are ordinary engine :class:`~.models.Fact` records in the
 caller's ``user`` layer (so recall, search, supersession, decay and audit all
-apply to them); what this module adds is the seed's collection behaviour:
+apply to them); what this module adds is the profile's collection behaviour:
 
 * ids ``fact_{uuid_hex[:8]}`` and ISO-8601 UTC timestamps;
 * a fact under the threshold (default :data:`~.policy.EXTRACTION_THRESHOLD`)
@@ -74,7 +74,7 @@ __all__ = [
 
 logger = logging.getLogger("langmem_ext.profile")
 
-#: Keys of the profile's ``user_context`` and ``history`` (seed 004's
+#: Keys of the profile's ``user_context`` and ``history`` (its
 #: work / personal / topOfMind and recent / earlier / background).
 CONTEXT_KEYS: tuple[str, ...] = ("work", "personal", "top_of_mind")
 HISTORY_KEYS: tuple[str, ...] = ("recent", "earlier", "background")
@@ -122,7 +122,7 @@ class ProfileUpdate:
 
 @dataclass
 class Profile:
-    """Seed 004's memory data: ``user_context``, ``history`` and ``facts``
+    """The profile's memory data: ``user_context``, ``history`` and ``facts``
     (active facts of the user's layer, confidence desc, then newest first),
     plus ``notes``: what the agent saved with the memory tools, newest first."""
 
@@ -405,8 +405,8 @@ def _new_fact(
 def _evict(
     env: Env, existing: list[Fact], out: ProfileUpdate, max_facts: int
 ) -> Operation[list[str]]:
-    """Remove the lowest-confidence existing facts over ``max_facts`` (seed
-    004: the new facts are always kept)."""
+    """Remove the lowest-confidence existing facts over ``max_facts``
+    (the new facts are always kept)."""
     gone = set(out.superseded)
     survivors = [f for f in existing if f.id not in gone]
     excess = len(survivors) + len(out.added) - max_facts

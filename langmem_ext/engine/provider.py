@@ -1,4 +1,4 @@
-"""Seed 001's provider contract beyond add/search/get/update/delete/list:
+"""The provider contract beyond add/search/get/update/delete/list:
 health check, capabilities, bulk add and bulk delete, embedding generation and
 the storage-size count behind the ``memory.storage.size`` gauge. Each store
 operation is written once, as a generator (see :mod:`._core`).
@@ -61,7 +61,7 @@ def health_check() -> Operation[HealthStatus]:
 
 
 def capabilities(store: BaseStore, caps: StoreCaps) -> dict[str, Any]:
-    """What the store actually used can do (seed 001 provider capabilities).
+    """What the store actually used can do (provider capabilities).
 
     ``bulkOperations`` is True when one store batch is one transaction (our
     SQLite and Postgres stores), so a bulk call is all-or-nothing; on other

@@ -1,5 +1,5 @@
 """Reads, each written once as a generator (see :mod:`._core`): get, search,
-layered search (seed 001), recall (seed 003), list with cursors, stats.
+layered search, recall, list with cursors, stats.
 
 Reference counts live in their own items (the layer's ``refs`` bookkeeping
 namespace, one per memory) rather than in the records, so bumping a count can
@@ -37,6 +37,7 @@ from .env import (
     Env,
     Layer,
     check_filter,
+    check_id,
     check_range,
     check_tags,
     check_type,
@@ -162,7 +163,7 @@ def bump(env: Env, records: Sequence[MemoryRecord], counted: bool = False) -> Op
 def get(env: Env, id: str, kind: str | None) -> Operation[MemoryRecord | None]:
     """The provider contract's get: the record, or None (no error) when it does not exist."""
     kinds = [check_type(kind)] if kind is not None else None
-    record = yield from load(env, kinds, id)
+    record = yield from load(env, kinds, check_id(id))
     if record is not None:
         yield from read_refs(env, [record])
     return record
@@ -250,7 +251,7 @@ def search(
     tags: list[str] | None,
     filter: dict[str, Any] | None,
 ) -> Operation[list[Hit]]:
-    """Seed 003 search: the chosen types in every readable layer, ranked by
+    """Search: the chosen types in every readable layer, ranked by
     relevance (score desc, created_at desc, id asc)."""
     _check_query(query)
     types = check_types(types, SEARCH_TYPES)
@@ -291,7 +292,7 @@ def recall(
     layers: Sequence[str] | None,
     bump_refs: bool = True,
 ) -> Operation[list[Hit]]:
-    """Seed 003 recall: facts and rules by composite score; bumps references
+    """Recall: facts and rules by composite score; bumps references
     (``bump_refs=False``: the caller bumps the ones it uses, counts already read)."""
     check_text("topic", topic)
     _check_limit(limit)
@@ -340,7 +341,7 @@ def search_layers(
     tags: list[str] | None,
     filter: dict[str, Any] | None,
 ) -> Operation[list[Hit]]:
-    """Seed 001 search: one search per readable layer, all issued together;
+    """Layered search: one search per readable layer, all issued together;
     results at or above ``threshold`` ordered by layer precedence then score;
     lower-precedence near-duplicates dropped."""
     _check_query(query)
@@ -415,7 +416,7 @@ def list_memories(
     limit: int,
     cursor: str | None,
 ) -> Operation[Page]:
-    """Seed 001 list: live memories newest first, ``limit`` per page, a keyset
+    """List: live memories newest first, ``limit`` per page, a keyset
     cursor (stable while memories are added) and the total matching count."""
     _check_limit(limit)
     types = check_types(types, RECORD_TYPES)
@@ -444,7 +445,7 @@ def list_memories(
 
 
 def stats(env: Env, scope: str | None) -> Operation[dict[str, Any]]:
-    """Seed 003 stats: counts of the caller's readable memories (only scopes
+    """Stats: counts of the caller's readable memories (only scopes
     ``global`` and ``scope`` when given)."""
     scopes = _scopes(scope)
     recs: dict[str, list[Any]] = {t: [] for t in RECORD_TYPES}

@@ -87,7 +87,7 @@ Operation = Generator[Request, Any, T]
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Retries of transient provider failures (seed 001: 3, exponential).
+    """Retries of transient provider failures (3, exponential).
 
     A failure is transient when it is a retryable :class:`LangmemError`
     (``PROVIDER_ERROR``, ``RATE_LIMITED``) or a ``ConnectionError`` /

@@ -13,7 +13,7 @@
     from the last confirmation, reference or update (half-life 30 days);
     ``confidence`` is the effective (decayed) confidence.
 
-Layered search (seed 001)
+Layered search
     Scores are cosine similarities (``vector`` mode) where the store can embed,
     otherwise the keyword score; the default threshold 0.7 applies to them.
     Results are ordered by layer precedence, then score desc, then

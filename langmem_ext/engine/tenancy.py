@@ -211,11 +211,6 @@ class MemoryContext:
             raise ConfigurationError(
                 f"default_tenant must be a non-empty string or None, got {shown(default_tenant)}"
             )
-        given = conf.get("memory_context")
-        if isinstance(given, MemoryContext):
-            if template is None or given.space is not None:
-                return given
-            return dataclasses.replace(given, space=_fill(template, config, given))
         runtime_ctx = getattr(conf.get(RUNTIME_KEY), "context", None)
 
         def read(key: str) -> Any:
@@ -223,6 +218,13 @@ class MemoryContext:
             return value if value is not None else _read(runtime_ctx, key)
 
         user = conf.get("langgraph_auth_user")
+        given = conf.get("memory_context")
+        if isinstance(given, MemoryContext):
+            if _authenticated(user):
+                _check_acts_for(given, _authenticated_context(cls, user, read, default_tenant))
+            if template is None or given.space is not None:
+                return given
+            return dataclasses.replace(given, space=_fill(template, config, given))
         if not _authenticated(user):
             ids = {k: read(k) for k in _ID_KEYS}
             ids["user_id"] = _first(read(k) for k in USER_ALIASES)
@@ -358,6 +360,22 @@ def _authenticated_context(
         elevated=elevated,
         **ids,
     )
+
+
+def _check_acts_for(given: MemoryContext, auth: MemoryContext) -> None:
+    """A ``MemoryContext`` placed in the config of an authenticated run may
+    only name the authenticated caller (an admin: anyone of the tenant, another
+    tenant with elevation), as ``user_id`` in the config may."""
+    if given.tenant_id != auth.tenant_id:
+        auth.resolve_tenant(given.tenant_id)
+    same = (given.user_id, given.actor) == (auth.user_id, auth.actor)
+    if not same and not auth.is_admin:
+        raise IdentityError(
+            f"the config's memory_context is for user {shown(given.user_id)} but the "
+            f"authenticated user is {shown(auth.actor)}; leave memory_context out of "
+            "authenticated runs (the identity comes from the authentication)",
+            requested=str(given.user_id),
+        )
 
 
 def _first(values: Any) -> Any:

@@ -48,11 +48,12 @@ from langgraph.store.base import GetOp, PutOp
 from ..engine import policy
 from ..engine import profile as pf
 from ..engine import recall as rc
+from ..engine.checks import shown
 from ..engine.env import Env
 from ..engine.models import Fact
 from ..engine.profile import FactCandidate, ProfileUpdate, SkippedFact
 from ..engine.requests import Batch, Call, Operation
-from ..errors import ExtractionError
+from ..errors import ConfigurationError, ExtractionError
 from .extract import FactExtractor, MalformedOutput, format_turns
 
 __all__ = ["ReflectionResult", "ReflectionSettings", "reflect_steps"]
@@ -82,8 +83,8 @@ class ReflectionSettings:
     window: int = 20
 
     def __post_init__(self) -> None:
-        def bad(name: str, want: str) -> ValueError:
-            return ValueError(f"{name} must be {want}, got {getattr(self, name)!r}")
+        def bad(name: str, want: str) -> ConfigurationError:
+            return ConfigurationError(f"{name} must be {want}, got {shown(getattr(self, name))}")
 
         def number(v: Any) -> bool:
             return isinstance(v, int | float) and not isinstance(v, bool)

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 from langgraph.store.base import BaseStore, Op, SearchItem, TTLConfig, ensure_embeddings
 
 from .._langgraph import ensure_refresh
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, InvalidValueError
 from ._filters import normalize_filter
 from ._metrics import op_name, shared_metrics
 from ._ops import (
@@ -38,6 +38,7 @@ from ._ops import (
     check_namespace,
     prepare_ops,
     prepare_put,
+    shown,
 )
 from .embeddings import IndexInput, resolve_index
 
@@ -167,6 +168,11 @@ def _guarded(name: str) -> Any:
             return
         ns = args[0] if args else kwargs.get("namespace")
         check_namespace(ns, allow_empty=name.lstrip("a") == "get")
+        key = args[1] if len(args) > 1 else kwargs.get("key")
+        if isinstance(key, list | tuple | dict | set | frozenset | bytes | bytearray):
+            # LangGraph turns a key into text with str(), which a container
+            # nested thousands deep turns into a RecursionError.
+            raise InvalidValueError(f"key must be a string, got {type(key).__name__} {shown(key)}")
 
     if inspect.iscoroutinefunction(base):
 

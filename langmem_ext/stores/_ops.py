@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import reprlib
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any, Literal, NamedTuple
@@ -84,7 +85,7 @@ def namespace_matches(kind: str, path: tuple[str, ...], ns: tuple[str, ...]) -> 
     """Whether ``ns`` matches a ``list_namespaces`` condition: ``path`` against
     its first (``"prefix"``) or last (``"suffix"``) labels, ``"*"`` matching any."""
     if kind not in ("prefix", "suffix"):
-        raise ValueError(f"unsupported match type {kind!r}; use 'prefix' or 'suffix'")
+        raise ValueError(f"unsupported match type {shown(kind)}; use 'prefix' or 'suffix'")
     if len(ns) < len(path):
         return False
     pairs = zip(ns, path) if kind == "prefix" else zip(reversed(ns), reversed(path))
@@ -131,7 +132,7 @@ def prepare_ops(
                 op = op._replace(namespace_prefix=tuple(op.namespace_prefix))
             if op.mode is not None and op.mode not in SEARCH_MODES:
                 raise InvalidValueError(
-                    f"unknown search mode {op.mode!r}; use one of {', '.join(SEARCH_MODES)}"
+                    f"unknown search mode {shown(op.mode)}; use one of {', '.join(SEARCH_MODES)}"
                 )
             check_count(op.limit, "search limit")
             check_count(op.offset, "search offset")
@@ -145,8 +146,10 @@ def prepare_ops(
             check_namespace(op.namespace, allow_empty=isinstance(op, GetOp))
             if type(op.namespace) is not tuple:
                 op = op._replace(namespace=tuple(op.namespace))
-            if not isinstance(op.key, str) or not op.key:
-                raise InvalidValueError(f"key must be a non-empty string, got {op.key!r}")
+            if not isinstance(op.key, str) or not op.key or "\x00" in op.key:
+                raise InvalidValueError(
+                    f"key must be a non-empty string without NUL (\\x00), got {shown(op.key)}"
+                )
         if isinstance(op, PutOp):
             if (
                 op.index is not None
@@ -158,7 +161,7 @@ def prepare_ops(
                 )
             ):
                 raise InvalidValueError(
-                    f"index must be False, None or a list of field paths, got {op.index!r}"
+                    f"index must be False, None or a list of field paths, got {shown(op.index)}"
                 )
             puts[(op.namespace, op.key)] = op
         else:
@@ -174,10 +177,21 @@ MAX_COUNT = 2**62
 def check_count(n: Any, what: str) -> int:
     """A non-negative ``int`` a database can hold (limits, offsets)."""
     if isinstance(n, bool) or not isinstance(n, int):
-        raise InvalidValueError(f"{what} must be an int, got {type(n).__name__} {n!r}")
+        raise InvalidValueError(f"{what} must be an int, got {type(n).__name__} {shown(n)}")
     if not 0 <= n <= MAX_COUNT:
         raise InvalidValueError(f"{what} must be between 0 and 2**62, got {n}")
     return n
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, 80, 80
+_REPR.maxlist = _REPR.maxdict = _REPR.maxtuple = 5
+
+
+def shown(value: Any) -> str:
+    """``repr`` for error messages, bounded: a value nested thousands deep or
+    megabytes long is shortened, never a RecursionError or a huge message."""
+    return _REPR.repr(value)
 
 
 def check_namespace(namespace: Any, allow_empty: bool = False, wildcards: bool = False) -> None:
@@ -186,13 +200,19 @@ def check_namespace(namespace: Any, allow_empty: bool = False, wildcards: bool =
     if not isinstance(namespace, tuple | list):
         raise InvalidNamespaceError(
             f"namespace must be a tuple of strings such as ('user', 'u-123'), got "
-            f"{type(namespace).__name__} {namespace!r}"
+            f"{type(namespace).__name__} {shown(namespace)}"
         )
     if not namespace and not allow_empty:
         raise InvalidNamespaceError("Namespace cannot be empty.")
     if type(namespace) is tuple and all(type(label) is str for label in namespace):
         _check_labels(namespace)  # the common case, cached: users repeat namespaces
         return
+    for label in namespace:
+        if not isinstance(label, str):
+            raise InvalidNamespaceError(
+                f"namespace labels must be strings, got {type(label).__name__} {shown(label)} "
+                f"in {shown(namespace)}"
+            )
     _check_labels.__wrapped__(tuple(namespace))
 
 
@@ -202,6 +222,12 @@ def _check_labels(namespace: tuple[Any, ...]) -> None:
         _validate_labels(GetOp(namespace, "k"))
     except LangGraphNamespaceError as e:
         raise InvalidNamespaceError(str(e)) from None
+    if any("\x00" in label for label in namespace):
+        # PostgreSQL cannot store NUL and SQLite's indexes compare it
+        # inconsistently: refused in every store alike.
+        raise InvalidNamespaceError(
+            f"namespace {shown(namespace)} contains the NUL character (\\x00); remove it"
+        )
 
 
 def _check_list_namespaces(op: ListNamespacesOp) -> ListNamespacesOp:
@@ -209,7 +235,8 @@ def _check_list_namespaces(op: ListNamespacesOp) -> ListNamespacesOp:
     for cond in op.match_conditions or ():
         if getattr(cond, "match_type", None) not in ("prefix", "suffix"):
             raise InvalidValueError(
-                f"list_namespaces conditions need match_type 'prefix' or 'suffix', got {cond!r}"
+                "list_namespaces conditions need match_type 'prefix' or 'suffix', "
+                f"got {shown(cond)}"
             )
         # LangGraph's own tests write MatchCondition("suffix", "public"): one label.
         path = (cond.path,) if isinstance(cond.path, str) else cond.path
@@ -226,24 +253,24 @@ def dump_value(namespace: tuple[str, ...], key: str, value: Any) -> str:
     """Serialize a value to JSON, or raise a clear :class:`InvalidValueError`."""
     if not isinstance(value, Mapping):
         raise InvalidValueError(
-            f"value for {namespace}/{key!r} must be a dict, got {type(value).__name__}; "
+            f"value for {namespace}/{shown(key)} must be a dict, got {type(value).__name__}; "
             "wrap it, e.g. {'content': ...}"
         )
     bad = [k for k in value if not isinstance(k, str)]
     if bad:
         raise InvalidValueError(
-            f"value for {namespace}/{key!r} has non-string keys {bad!r}; JSON objects "
+            f"value for {namespace}/{shown(key)} has non-string keys {shown(bad)}; JSON objects "
             "only have string keys"
         )
     try:
         return json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
     except RecursionError:
         raise InvalidValueError(
-            f"value for {namespace}/{key!r} is nested too deeply to store as JSON"
+            f"value for {namespace}/{shown(key)} is nested too deeply to store as JSON"
         ) from None
     except (TypeError, ValueError) as e:
         raise InvalidValueError(
-            f"value for {namespace}/{key!r} cannot be stored as JSON ({e}); store only "
+            f"value for {namespace}/{shown(key)} cannot be stored as JSON ({e}); store only "
             "dicts, lists, strings, finite numbers, booleans and None"
         ) from e
 
@@ -252,9 +279,9 @@ def check_ttl(ttl: Any) -> float | None:
     if ttl is None:
         return None
     if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not math.isfinite(ttl):
-        raise InvalidValueError(f"ttl must be a number of minutes or None, got {ttl!r}")
+        raise InvalidValueError(f"ttl must be a number of minutes or None, got {shown(ttl)}")
     if ttl <= 0:
-        raise InvalidValueError(f"ttl must be positive (minutes), got {ttl!r}")
+        raise InvalidValueError(f"ttl must be positive (minutes), got {shown(ttl)}")
     return float(ttl)
 
 

@@ -17,6 +17,8 @@ from ..errors import ConfigurationError, LangmemError, MemoryToolError, TenantAc
 
 __all__ = ["MemoryTool", "dumps", "resolve_store"]
 
+_TOO_DEEP = "the arguments are nested too deeply; send flat values (text, numbers, short lists)"
+
 
 class MemoryTool(StructuredTool):
     """A ``StructuredTool`` whose :class:`MemoryToolError` reaches the model.
@@ -33,16 +35,34 @@ class MemoryTool(StructuredTool):
             return super().run(tool_input, *args, **kwargs)
         except (MemoryToolError, ConfigurationError, TenantAccessError) as e:
             return self._to_message(e, kwargs.get("tool_call_id"))
+        except PydanticValidationError as e:
+            # Arguments that do not fit the schema (a limit of 1e308, NaN) are
+            # the model's mistake too: it reads what was wrong.
+            return self._to_message(MemoryToolError(short(e)), kwargs.get("tool_call_id"), e)
+        except RecursionError as e:
+            # LangChain prints the input before any check; arguments nested
+            # thousands deep are a model's mistake like any other.
+            return self._to_message(MemoryToolError(_TOO_DEEP), kwargs.get("tool_call_id"), e)
 
     async def arun(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         try:
             return await super().arun(tool_input, *args, **kwargs)
         except (MemoryToolError, ConfigurationError, TenantAccessError) as e:
             return self._to_message(e, kwargs.get("tool_call_id"))
+        except PydanticValidationError as e:
+            # Arguments that do not fit the schema (a limit of 1e308, NaN) are
+            # the model's mistake too: it reads what was wrong.
+            return self._to_message(MemoryToolError(short(e)), kwargs.get("tool_call_id"), e)
+        except RecursionError as e:
+            # LangChain prints the input before any check; arguments nested
+            # thousands deep are a model's mistake like any other.
+            return self._to_message(MemoryToolError(_TOO_DEEP), kwargs.get("tool_call_id"), e)
 
-    def _to_message(self, e: LangmemError, tool_call_id: str | None) -> lc_messages.ToolMessage:
+    def _to_message(
+        self, e: LangmemError, tool_call_id: str | None, raw: Exception | None = None
+    ) -> lc_messages.ToolMessage:
         if tool_call_id is None:
-            raise e
+            raise raw or e
         if isinstance(e, ConfigurationError | TenantAccessError):
             # Not the model's mistake, but it must see it (and can tell the user)
             # rather than crash the run: the issue asks for model-readable errors.
