@@ -91,7 +91,7 @@ def _postgres(index: dict[str, Any], pg: Any) -> Iterator[BaseStore]:
 @contextmanager
 def _inmemory(index: dict[str, Any], pg: Any) -> Iterator[BaseStore]:
     keep = ("dims", "embed", "fields")  # LangGraph's keys; no hybrid or context options
-    yield InMemoryStore(index={k: v for k, v in index.items() if k in keep})
+    yield InMemoryStore(index={k: v for k, v in index.items() if k in keep})  # type: ignore[arg-type]
 
 
 BACKENDS: dict[str, Backend] = {
@@ -247,7 +247,7 @@ def _run(cfg: LocomoConfig, pg: Any, progress: Any) -> dict[str, Any]:
     rows = []
     for (doc_set, label), by_cat in sums.items():
         n_all = sum(nq[(doc_set, label)].values())
-        overall = sum(by_cat.values()) / n_all
+        overall = np.sum(list(by_cat.values()), axis=0) / n_all
         row = {
             "doc_set": doc_set,
             "retriever": label,
@@ -284,7 +284,7 @@ def _run(cfg: LocomoConfig, pg: Any, progress: Any) -> dict[str, Any]:
 
 
 def _staged(
-    store: BaseStore,
+    store: Any,
     q: Any,
     label: str,
     doc_set: str,

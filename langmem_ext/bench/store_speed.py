@@ -295,7 +295,7 @@ def _load_phase(job: dict[str, Any], report: Any) -> dict[str, Any]:
             _settle(job["dsn"])
         report(("phase", "exact search"))
         truth = _truth(docs, queries)
-        np.savez(tmp / "truth.npz", queries=queries, **truth)
+        np.savez(tmp / "truth.npz", queries=queries, **truth)  # type: ignore[arg-type]
         out["load_peak_rss_mb"] = _peak_mb()
         if not c.reopen:
             out.update(_queries(c, store, queries, truth, report))
@@ -490,7 +490,7 @@ def _bench_one(
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         if c.needs_postgres:
-            _drop_database(job["dsn"])
+            _drop_database(str(job["dsn"]))
     # 1-minute load average after this contender: on a small shared machine, other
     # work beside the run moves latencies.
     row["loadavg_1m"] = os.getloadavg()[0]
@@ -504,7 +504,7 @@ def _drop_database(dsn: str) -> None:
     info = conninfo_to_dict(dsn)
     name = info.pop("dbname")
     try:
-        with psycopg.connect(make_conninfo(**info, dbname="postgres"), autocommit=True) as conn:
+        with psycopg.connect(make_conninfo("", **info, dbname="postgres"), autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     except psycopg.Error:
         pass

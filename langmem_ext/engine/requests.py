@@ -140,7 +140,7 @@ def run_sync(step: Operation[T], store: BaseStore, config: Any = None) -> T:
             request = _resume(step, error=e)
         else:
             request = _resume(step, result=result)
-    return request.value  # type: ignore[no-any-return]
+    return request.value
 
 
 async def run_async(step: Operation[T], store: BaseStore, config: Any = None) -> T:
@@ -158,7 +158,7 @@ async def run_async(step: Operation[T], store: BaseStore, config: Any = None) ->
             request = _resume(step, error=e)
         else:
             request = _resume(step, result=result)
-    return request.value  # type: ignore[no-any-return]
+    return request.value
 
 
 class _Done(NamedTuple):

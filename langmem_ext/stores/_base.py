@@ -437,7 +437,7 @@ def _measured(batch: Any) -> Any:
         with metrics.measure(type(self).__name__, names):
             results = batch(self, ops)
         metrics.searched(type(self).__name__, ops, results)
-        return results  # type: ignore[no-any-return]
+        return results
 
     return measured
 
@@ -450,6 +450,6 @@ def _ameasured(abatch: Any) -> Any:
         with metrics.measure(type(self).__name__, names):
             results = await abatch(self, ops)
         metrics.searched(type(self).__name__, ops, results)
-        return results  # type: ignore[no-any-return]
+        return results
 
     return measured

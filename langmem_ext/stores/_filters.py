@@ -144,8 +144,8 @@ def _walk(path: tuple[str, ...], cond: Any, out: list[Condition]) -> None:
 
 
 _MAX = 1.7976931348623157e308  # the largest float: every stored number is within ±_MAX
-_NOTHING = "$in", []  # matches no item
-_EVERYTHING = "$nin", []  # matches every item, missing field included
+_NOTHING: tuple[str, list[Any]] = ("$in", [])  # matches no item
+_EVERYTHING: tuple[str, list[Any]] = ("$nin", [])  # matches every item, missing field included
 
 
 def _check(path: tuple[str, ...], op: Any, operand: Any) -> Condition:

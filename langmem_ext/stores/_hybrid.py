@@ -25,6 +25,8 @@ follow all scored items, with ``score=None``, most recently updated first.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 
 __all__ = ["DEFAULT_VECTOR_WEIGHT", "Ranking", "fuse", "top_order"]
@@ -82,6 +84,19 @@ def fuse(
     )
 
 
+class VectorCandidates(Protocol):
+    """The vector side of a search: candidate ids with cosine bounds, and the
+    exact cosine of any of them on demand (the store's vector index)."""
+
+    @property
+    def ids(self) -> np.ndarray: ...
+    @property
+    def lower(self) -> np.ndarray: ...
+    @property
+    def upper(self) -> np.ndarray: ...
+    def exact(self, pos: np.ndarray) -> np.ndarray: ...
+
+
 class Ranking:
     """The scores of :func:`fuse`, for a vector side known only within bounds.
 
@@ -103,14 +118,14 @@ class Ranking:
     def __init__(
         self,
         mode: str,
-        vector: object | None,
+        vector: VectorCandidates | None,
         kw_ids: np.ndarray | None,
         kw_raw: np.ndarray | None,
         vector_weight: float = DEFAULT_VECTOR_WEIGHT,
     ) -> None:
         self.mode = mode
         self.w = vector_weight
-        self.vector = vector if vector is not None and len(vector.ids) else None  # type: ignore[attr-defined]
+        self.vector = vector if vector is not None and len(vector.ids) else None
         ki = np.empty(0, np.int64) if kw_ids is None else np.asarray(kw_ids, dtype=np.int64)
         k = _keyword_scores(
             np.empty(0, np.float64) if kw_raw is None else np.asarray(kw_raw, np.float64)
@@ -141,12 +156,12 @@ class Ranking:
         self.upper = np.concatenate([fused, self._extra]) if len(self._extra) else fused
 
     @staticmethod
-    def _cosine_range(vec: object) -> tuple[float, float]:
+    def _cosine_range(vec: VectorCandidates) -> tuple[float, float]:
         # Exact min and max cosine over the scope, from the few items that can hold them.
-        lower, upper = vec.lower, vec.upper  # type: ignore[attr-defined]
+        lower, upper = vec.lower, vec.upper
         top = np.flatnonzero(upper >= lower.max())
         bottom = np.flatnonzero(lower <= upper.min())
-        return float(vec.exact(bottom).min()), float(vec.exact(top).max())  # type: ignore[attr-defined]
+        return float(vec.exact(bottom).min()), float(vec.exact(top).max())
 
     def _fused(self, cos: np.ndarray) -> np.ndarray:
         if self.mode != "hybrid":
@@ -167,7 +182,8 @@ class Ranking:
         is_vec = pos < self._nvec
         if is_vec.any():
             vp = pos[is_vec]
-            cos = self.vector.exact(vp)  # type: ignore[union-attr]
+            assert self.vector is not None  # positions below _nvec are vector candidates
+            cos = self.vector.exact(vp)
             if self.mode == "hybrid":
                 lo, hi = self._lo, self._hi
                 v = (cos - lo) / (hi - lo) if hi > lo else np.ones(len(cos))

@@ -28,7 +28,7 @@ Examples:
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -92,7 +92,7 @@ class StoreMetrics:
         finally:
             self.latency.record(time.perf_counter() - start, {"store": store})
 
-    def searched(self, store: str, ops: Sequence[Any], results: Sequence[Any]) -> None:
+    def searched(self, store: str, ops: Iterable[Any], results: Sequence[Any]) -> None:
         for op, result in zip(ops, results, strict=False):
             if op_name(op) == "search" and isinstance(result, list):
                 self.results.record(len(result), {"store": store})

@@ -7,7 +7,7 @@ import functools
 import json
 import math
 import reprlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, Literal, NamedTuple
 
@@ -118,9 +118,8 @@ def prepare_ops(
     ops = list(ops)
     reads: list[tuple[int, Op]] = []
     puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
-    for i, op in enumerate(ops):
-        if isinstance(op, SearchOp):
-            op = HybridSearchOp(*op)
+    for i, given in enumerate(ops):
+        op: Any = HybridSearchOp(*given) if isinstance(given, SearchOp) else given
         if not isinstance(op, GetOp | HybridSearchOp | ListNamespacesOp | PutOp):
             raise InvalidValueError(
                 f"unknown operation type {type(op).__name__}; expected GetOp, PutOp, "
@@ -288,7 +287,7 @@ def check_ttl(ttl: Any) -> float | None:
 def texts_to_embed(
     value: Mapping[str, Any],
     index: Literal[False] | list[str] | None,
-    default_fields: list[tuple[str, Any]],
+    default_fields: Sequence[tuple[str, Any]],
 ) -> list[tuple[str, str]]:
     """The (field label, text) pairs LangGraph's stores would embed for a put.
 
@@ -332,9 +331,9 @@ def _string_leaves(obj: Any) -> Iterable[str]:
 
 def prepare_put(
     op: PutOp,
-    default_fields: list[tuple[str, Any]] | None,
+    default_fields: Sequence[tuple[str, Any]] | None,
     embeds: bool,
-    context_fields: list[tuple[str, Any]] | None = None,
+    context_fields: Sequence[tuple[str, Any]] | None = None,
 ) -> PreparedPut:
     """Validate one put and compute what to store and index.
 

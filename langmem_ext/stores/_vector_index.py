@@ -83,6 +83,7 @@ def quantize(unit: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return codes, scale, err
 
 
+_simd: Any
 try:  # SIMD int8 dot products; numpy (slower, same numbers) where it is missing
     import simsimd as _simd
 except ImportError:  # pragma: no cover - simsimd has wheels for every common platform

@@ -190,7 +190,7 @@ def bench_locomo(
 ) -> None:
     """Score recall@k of LoCoMo evidence for every backend and search mode.
 
-    Example: langmem-ext bench locomo --data ../shared/data/locomo/locomo_dev.json
+    Example: langmem-ext bench locomo --data path/to/locomo10.json
     """
     from rich.progress import Progress
 

@@ -518,7 +518,7 @@ def _schemas(c: Compartments) -> dict[str, tuple[type[BaseModel], str]]:
         ),
     }
     limits = ", ".join(f"{k} {v:,}" for k, v in c.limits.items())
-    save = create_model(  # type: ignore[call-overload]
+    save = create_model(
         "save_memory",
         __config__={"extra": "forbid"},
         compartment=comp,

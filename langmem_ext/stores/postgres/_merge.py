@@ -86,7 +86,8 @@ class CallMerger:
     def _drain(self) -> None:
         self._scheduled = False
         while self._queue and self._in_flight < self.max_batches:
-            group, n = [], 0
+            group: list[Any] = []
+            n = 0
             while self._queue and (not group or n + len(self._queue[0][0]) <= self.max_ops):
                 ops, fut = self._queue.popleft()
                 if fut.done():  # the caller was cancelled

@@ -259,7 +259,7 @@ class PostgresStore(PostgresCore):
                 the batch was applied.
         """
         plan = self._plan(ops)
-        return self._run(self._batch_steps(plan, *self._embed_sync(plan)), "a batch")  # type: ignore[no-any-return]
+        return self._run(self._batch_steps(plan, *self._embed_sync(plan)), "a batch")
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Runs :meth:`batch` in a worker thread; prefer :class:`AsyncPostgresStore`
@@ -279,7 +279,7 @@ class PostgresStore(PostgresCore):
     def _transfer_page(
         self, namespace_prefix: tuple[str, ...], after: int, limit: int
     ) -> list[tuple[int, dict[str, Any]]]:
-        return self._run(_transfer.page_steps(namespace_prefix, after, limit), "an export")  # type: ignore[no-any-return]
+        return self._run(_transfer.page_steps(namespace_prefix, after, limit), "an export")
 
     def _restore_timestamps(self, rows: Sequence[tuple[tuple[str, ...], str, Any]]) -> None:
         self._run(_transfer.restore_steps(rows), "an import")

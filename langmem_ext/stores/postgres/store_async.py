@@ -63,7 +63,7 @@ async def adrive(steps: Steps, conn: psycopg.AsyncConnection[Any]) -> Any:
 
 async def _amany(conn: psycopg.AsyncConnection[Any], many: Many) -> list[Any]:
     pipe = conn.pipeline() if len(many.steps) > 1 and PIPELINE else contextlib.nullcontext()
-    async with pipe:  # type: ignore[attr-defined]
+    async with pipe:
         curs = [conn.cursor() for _ in many.steps]
         for cur, step in zip(curs, many.steps, strict=True):
             await cur.execute(step.sql, step.params, prepare=step.prepare)
@@ -114,7 +114,8 @@ class AsyncPostgresStore(PostgresCore):
         self._conninfo = conn if isinstance(conn, str) else None
         self._conn = conn if isinstance(conn, psycopg.AsyncConnection) else None
         self._pool = conn if isinstance(conn, AsyncConnectionPool) else None
-        cache_dsn = self._conninfo or (self._pool.conninfo if self._pool is not None else None)
+        pool_dsn = self._pool.conninfo if self._pool is not None else None
+        cache_dsn = self._conninfo or (pool_dsn if isinstance(pool_dsn, str) else None)
         self._sync = _SyncSide(self, cache_dsn)
         self._configure(index, ttl, search_mode, vector_index, text_search_config, self._sync)
         self._owns_pool = self._conninfo is not None
@@ -163,7 +164,7 @@ class AsyncPostgresStore(PostgresCore):
 
     # -- lifecycle ---------------------------------------------------------------
 
-    async def setup(self) -> None:  # type: ignore[override]
+    async def setup(self) -> None:
         """Create or migrate the schema; see :meth:`PostgresStore.setup
         <langmem_ext.PostgresStore.setup>` (same errors). Awaitable, as in
         LangGraph's ``AsyncPostgresStore``; also run on first use."""
@@ -319,7 +320,7 @@ class AsyncPostgresStore(PostgresCore):
         small sync pool); works from any thread. Needs a connection string or
         an ``AsyncConnectionPool``."""
         plan = self._plan(ops)
-        return self._sync.run(self._batch_steps(plan, *self._embed_sync(plan)), "a batch")  # type: ignore[no-any-return]
+        return self._sync.run(self._batch_steps(plan, *self._embed_sync(plan)), "a batch")
 
     # -- TTL ---------------------------------------------------------------------
 
@@ -416,7 +417,7 @@ class _SyncSide:
     def get_many(self, keys: Sequence[tuple[str, str, bytes]]) -> dict:
         if self._conn_pool() is None:
             return {}
-        return self.run(self._store._cache_get_steps(keys), "an embedding cache read")  # type: ignore[no-any-return]
+        return self.run(self._store._cache_get_steps(keys), "an embedding cache read")
 
     def put_many(self, entries: dict[tuple[str, str, bytes], np.ndarray]) -> None:
         if self._conn_pool() is not None:

@@ -84,7 +84,8 @@ class SQLiteStore(HybridStore):
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._configure_search(index, ttl, search_mode, _CacheBackend(self))
-        self._vectors = VectorIndex(self._index.dims) if self.embeddings else None  # type: ignore[union-attr]
+        dims = self._index.dims if self._index is not None else None
+        self._vectors = VectorIndex(dims) if self.embeddings and dims else None
         self._segdir = _vectors.segment_dir(self.path)
         # Vector segments by file name, mapped once (":memory:" stores keep theirs here).
         self._segments: dict[str, Any] = {}
