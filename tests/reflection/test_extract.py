@@ -43,7 +43,8 @@ def test_one_named_tool_call_per_turn(engine, ctx, reflect):
     assert model.bound[0]["tool_choice"] == "extract_facts"
     assert contents(engine, ctx) == ["Lives in Berlin"]
     prompt = model.seen[0][1].content
-    assert "user: I moved to Berlin last year" in prompt and "assistant: Nice!" in prompt
+    assert "user: I moved to Berlin last year" in prompt
+    assert "assistant (context only, not about the user): Nice!" in prompt
     f = engine.get_profile(ctx).facts[0]
     assert f.provenance == {
         "source": "reflection",
