@@ -50,6 +50,7 @@ Examples:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import math
@@ -61,6 +62,7 @@ from typing import Any, Literal
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import var_child_runnable_config
 from pydantic import BaseModel, Field
 
 from ..engine import policy
@@ -104,7 +106,10 @@ _OVERFLOW = re.compile(
 )
 _TOOLISH = re.compile(r"tool|function|response_format|json_schema|grammar", re.I)
 # Extraction runs on its own: the caller's callbacks (a graph's message
-# streaming, tracing handlers) would stream the call and show its output.
+# streaming, tracing handlers) would stream the call and show its output. An
+# explicit empty config is not enough: a bound model merges in the running
+# graph's config from a context variable, so calls also run in a context
+# where that variable is cleared (see _fresh_context).
 _ISOLATED: RunnableConfig = {
     "callbacks": [],
     "tags": [],
@@ -158,6 +163,13 @@ def classify(error: BaseException) -> Cause:
     if status in _UNSUPPORTED_STATUS and (status == 501 or _TOOLISH.search(str(error))):
         return "unsupported"
     return "error"
+
+
+def _fresh_context() -> contextvars.Context:
+    """A copy of the current context without the running graph's config."""
+    ctx = contextvars.copy_context()
+    ctx.run(var_child_runnable_config.set, None)
+    return ctx
 
 
 def normal_category(value: Any) -> str | None:
@@ -449,10 +461,9 @@ class FactExtractor:
                 request = self._runnable(shape).ainvoke(
                     self._reshaped(messages, shape), config=_ISOLATED
                 )
-                if self.timeout is None:
-                    return await request, made
+                task = asyncio.get_running_loop().create_task(request, context=_fresh_context())
                 try:
-                    return await asyncio.wait_for(request, self.timeout), made
+                    return await asyncio.wait_for(task, self.timeout), made
                 except asyncio.TimeoutError as e:
                     raise TimeoutError(f"extraction call took over {self.timeout:g} s") from e
             except Exception as e:
@@ -461,8 +472,9 @@ class FactExtractor:
 
     def _call(self, shape: str, messages: list[BaseMessage]) -> BaseMessage:
         runnable, prompt = self._runnable(shape), self._reshaped(messages, shape)
+        context = _fresh_context()
         if self.timeout is None:
-            return runnable.invoke(prompt, config=_ISOLATED)  # type: ignore[no-any-return]
+            return context.run(runnable.invoke, prompt, config=_ISOLATED)  # type: ignore[no-any-return]
         # A thread of its own, so a call that never returns frees the
         # reflection worker after ``timeout`` (clients given the timeout also
         # drop the request itself; others finish in the background).
@@ -470,7 +482,7 @@ class FactExtractor:
 
         def run() -> None:
             try:
-                box["reply"] = runnable.invoke(prompt, config=_ISOLATED)
+                box["reply"] = context.run(runnable.invoke, prompt, config=_ISOLATED)
             except BaseException as e:
                 box["error"] = e
 

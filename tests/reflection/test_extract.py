@@ -3,7 +3,6 @@ retries, related facts, the per-thread cursor. Direct reflections, sync and asyn
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 
@@ -19,16 +18,6 @@ from .conftest import config_for, make_executor
 from .openai_server import LocalChatServer
 
 TURN = [HumanMessage("I moved to Berlin last year", id="h1"), AIMessage("Nice!", id="a1")]
-
-
-@pytest.fixture(params=["sync", "async"])
-def reflect(request):
-    def run(executor, messages, config):
-        if request.param == "sync":
-            return executor.reflect(messages, config)
-        return asyncio.run(executor.areflect(messages, config))
-
-    return run
 
 
 def contents(engine, ctx):
