@@ -370,3 +370,51 @@ def test_extraction_inside_a_streamed_graph_is_neither_streamed_nor_shown(engine
     assert contents(engine, ctx) == ["Lives in Berlin"]
     shown = [m for m, _ in chunks]
     assert not any(getattr(m, "tool_calls", None) for m in shown)
+
+
+# -- an agent whose server never chooses a tool ---------------------------------------------
+
+
+def test_a_server_that_never_calls_tools_still_remembers(store):
+    """The recipe of docs/local-models.md: no memory tools for the agent; the
+    memory block goes into the prompt and reflection saves the facts, so
+    nothing depends on the server choosing a tool by itself."""
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langmem_ext.reflection import MemoryPrompt, ReflectionExecutor
+
+    def answer(body: dict) -> Any:
+        if body.get("tools"):  # the extraction call, with a named tool choice
+            return {"facts": [fact("Lives in Berlin")]}
+        return "Noted."
+
+    with LocalChatServer([answer] * 4) as server:
+        local = ChatOpenAI(model="local", base_url=server.base_url, api_key="x", max_retries=0)
+        reflection = ReflectionExecutor(
+            FactExtractor(local, max_tokens=512, timeout=30),
+            settings=ReflectionSettings(context_tokens=4096),
+            delay=0,
+            default_tenant="local",
+        )
+        agent = create_agent(
+            local,
+            tools=[],
+            store=store,
+            checkpointer=InMemorySaver(),
+            middleware=[MemoryPrompt(default_tenant="local").middleware(), reflection.middleware()],
+        )
+        for thread, text in [("t1", "I live in Berlin"), ("t2", "Where should I eat?")]:
+            config = {"configurable": {"user_id": "ada", "thread_id": thread}}
+            agent.invoke({"messages": [HumanMessage(text)]}, config)
+            assert reflection.flush(timeout=30)
+        reflection.shutdown()
+    agent_calls = [r for r in server.requests if not r.get("tools")]
+    assert len(agent_calls) == 2 and not any("tool_choice" in r for r in agent_calls)
+    system = agent_calls[1]["messages"][0]
+    assert system["role"] == "system" and "Lives in Berlin" in system["content"]
+    assert all(
+        r["tool_choice"]["function"]["name"] == "extract_facts"
+        for r in server.requests
+        if r.get("tools")
+    )
