@@ -163,6 +163,7 @@ def test_eval_extraction_prints_the_table_and_writes_the_scores(tmp_path):
     [
         (["--method", "grammar"], "--method must be auto, tool or json"),
         (["--data", "missing.json"], "missing.json"),
+        (["--context-tokens", "100"], "context_tokens must be an integer >= 512"),
     ],
 )
 def test_eval_extraction_rejects_bad_options(args, message):
