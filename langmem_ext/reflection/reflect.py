@@ -350,15 +350,16 @@ class _Budget:
             if chunk and used + cost > self.turns:
                 break
             if not chunk and cost > self.turns:
-                return [self._shortened(m)]
+                return [self._shortened(m, cost)]
             chunk.append(m)
             used += cost
         return chunk
 
-    def _shortened(self, m: BaseMessage) -> BaseMessage:
+    def _shortened(self, m: BaseMessage, cost: int) -> BaseMessage:
         text = m.text if isinstance(m.text, str) else str(m.content)
         size = len(text)
-        keep = size
+        # A first guess from the characters per token, then smaller steps.
+        keep = int(size * self.turns / max(1, cost) / 0.8)
         while keep > 0:
             keep = int(keep * 0.8)
             half = keep // 2
