@@ -15,6 +15,13 @@ apply to them); what this module adds is the profile's collection behaviour:
   becomes the higher of the two and the new provenance is appended;
 * a fact naming an existing fact in ``replaces`` (a correction or an update)
   takes that fact's (subject, predicate) slot, so the engine supersedes it;
+* a (subject, predicate) slot given without ``replaces`` is evidence only
+  when the facts are about the same thing: the new fact keeps the slot (and
+  retires the slot's current fact) only if its text similarity
+  (:func:`~.scoring.text_similarity`) to every fact holding the slot is at
+  least :data:`SLOT_SIMILARITY`; otherwise it gets a slot of its own and the
+  mismatch is logged. Of two facts of one call that share a slot and are
+  alike, the later is stored and the earlier skipped (``same_slot``);
 * at most ``max_facts`` (default :data:`~.policy.MAX_PROFILE_FACTS`) active
   facts: adding more removes the lowest-confidence existing ones first;
 * ``update_fact`` changes only the fields given (``created_at`` never moves)
@@ -81,6 +88,14 @@ HISTORY_KEYS: tuple[str, ...] = ("recent", "earlier", "background")
 PROFILE_LAYER = "user"
 #: How many merge sources a fact's provenance keeps.
 MERGED_SOURCES = 10
+#: A slot retires its current fact only for a new fact at least this similar
+#: to it (character ratio of the case-folded texts). "Lives in Berlin" and
+#: "Lives in Munich" score 0.67, "Works at a bakery" and "Works at a bookshop"
+#: 0.72; unrelated facts a model put in one invented slot ("Lives in Berlin",
+#: "Works as a nurse in a children's hospital") 0.25. Embedding similarity is
+#: not used here: small embedders score unrelated short facts (0.73-0.79 with
+#: multilingual-e5-small) too close to related ones (0.83-0.88).
+SLOT_SIMILARITY = 0.5
 
 
 @dataclass(frozen=True)
@@ -102,7 +117,8 @@ class FactCandidate:
 
 @dataclass(frozen=True)
 class SkippedFact:
-    """A candidate that was not stored, and why (``low_confidence`` or ``duplicate``)."""
+    """A candidate that was not stored, and why (``low_confidence``,
+    ``duplicate`` or ``same_slot``)."""
 
     content: str
     reason: str
@@ -339,6 +355,7 @@ def add_facts(
         else:
             seen.add(normalise(c.content))
             fresh.append(c)
+    fresh = _slots_with_evidence(fresh, existing, by_id, out)
     plain = [c for c in fresh if not (c.replaces and c.replaces in by_id)]
     nears = yield from _near_duplicates(env, plain, existing)
     near_of = {id(c): n for c, n in zip(plain, nears)}
@@ -378,6 +395,44 @@ def add_facts(
         out.superseded += yield from resolve_slot(env, layer, slot)
     out.removed = yield from _evict(env, existing, out, max_facts)
     return out
+
+
+def _slots_with_evidence(
+    fresh: list[FactCandidate],
+    existing: list[Fact],
+    by_id: dict[str, Fact],
+    out: ProfileUpdate,
+) -> list[FactCandidate]:
+    """The candidates with each model-given slot kept only where the facts
+    sharing it are about the same thing (see :data:`SLOT_SIMILARITY`)."""
+    holders: dict[tuple[str, str], list[Fact | FactCandidate]] = {}
+    for f in existing:
+        holders.setdefault((f.subject, f.predicate), []).append(f)
+    kept: list[FactCandidate | None] = []
+    for c in fresh:
+        if not c.predicate or (c.replaces and c.replaces in by_id):
+            kept.append(c)
+            continue
+        key = (c.subject or "user", c.predicate)
+        others = holders.get(key, [])
+        if any(text_similarity(c.content, o.content) < SLOT_SIMILARITY for o in others):
+            logger.info(
+                "slot %s/%s given without evidence (unlike its facts): %r gets its own slot",
+                key[0],
+                key[1],
+                c.content[:200],
+            )
+            kept.append(replace(c, predicate=None))
+            continue
+        # An alike fact of this same call in the slot: the later one says it.
+        for i, k in enumerate(kept):
+            if k is not None and k in others:
+                logger.info("skipped %r: a later fact of the same call takes its slot", k.content)
+                out.skipped.append(SkippedFact(k.content, "same_slot", k.confidence))
+                kept[i] = None
+        holders.setdefault(key, []).append(c)
+        kept.append(c)
+    return [k for k in kept if k is not None]
 
 
 def _new_fact(

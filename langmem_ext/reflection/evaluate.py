@@ -18,7 +18,10 @@ in-memory :class:`~langmem_ext.SQLiteStore`) and scores what was stored:
 ``corrections``
     corrections applied: the old fact retired by the fact that corrects it;
 ``wrong supersessions``
-    facts that should have stayed but were retired.
+    facts that should have stayed but were retired;
+``screened out``
+    candidates reflection dropped before storing them (copies of the
+    assistant, paragraphs, repeats; see :mod:`.screen`).
 
 A stored fact matches a pattern (a list of alternatives) when every word of one
 alternative starts a word of the fact, case-insensitively: ``"10 km"`` matches
@@ -49,6 +52,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 
 from ..engine import MemoryContext, MemoryEngine
 from ..errors import ExtractionError
@@ -167,6 +171,7 @@ class CaseScore:
     corrections: int = 0
     applied: int = 0
     wrong_supersessions: list[str] = field(default_factory=list)
+    screened_out: int = 0
     model_calls: int = 0
     failed_turns: int = 0
     seconds: float = 0.0
@@ -182,6 +187,7 @@ _MEASURES = (
     "corrections",
     "applied",
     "wrong_supersessions",
+    "screened_out",
     "model_calls",
     "failed_turns",
 )
@@ -208,15 +214,16 @@ class EvalReport:
         """A Markdown table: one row per case (``details``) and the total."""
         head = (
             "| case | facts right | facts lost | noise stored (copies) | corrections applied "
-            "| wrong supersessions | model calls / turns | failed turns |"
+            "| wrong supersessions | screened out | model calls / turns | failed turns |"
         )
-        rows = [head, "|" + "---|" * 8]
+        rows = [head, "|" + "---|" * 9]
 
         def row(name: str, s: dict[str, Any]) -> str:
             return (
                 f"| {name} | {s['right']}/{s['expected']} | {s['lost']} | {s['noise']} "
                 f"({s['copies']}) | {s['applied']}/{s['corrections']} "
-                f"| {s['wrong_supersessions']} | {s['model_calls']}/{s['turns']} "
+                f"| {s['wrong_supersessions']} | {s['screened_out']} "
+                f"| {s['model_calls']}/{s['turns']} "
                 f"| {s['failed_turns']} |"
             )
 
@@ -307,7 +314,7 @@ def _run_case(
 ) -> CaseScore:
     engine = MemoryEngine(_store(embed))
     ctx = MemoryContext("eval", user_id=case.user)
-    config = {"configurable": {"memory_context": ctx, "thread_id": case.id}}
+    config: RunnableConfig = {"configurable": {"memory_context": ctx, "thread_id": case.id}}
     score = CaseScore(case.id)
     started = time.perf_counter()
     stored: dict[str, _Stored] = {}
@@ -328,6 +335,7 @@ def _run_case(
             else:
                 stored.update({f.id: _Stored(f.id, n, f.content) for f in result.added})
                 retired += [*result.superseded, *result.removed]
+                score.screened_out += len(result.dropped)
             score.model_calls += extractor.calls - before
             score.turns += 1
     active = {f.id: f.content for f in engine.get_profile(ctx).facts}

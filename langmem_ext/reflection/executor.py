@@ -82,6 +82,7 @@ from ..errors import ConfigurationError, InvalidValueError
 from .extract import FactExtractor
 from .jobs import Job, as_current, merge_messages, messages_of, store_config
 from .reflect import ReflectionSettings, reflect_steps
+from .screen import cut
 
 __all__ = ["ReflectionExecutor", "ReflectionFailure"]
 
@@ -327,7 +328,9 @@ class ReflectionExecutor:
         job.settle(result)
 
     def _failed_job(self, job: Job, e: BaseException) -> None:
-        logger.error("reflection of thread %s failed; its turns stay pending: %s", job.thread_id, e)
+        logger.error(
+            "reflection of thread %s failed; its turns stay pending: %s", job.thread_id, cut(str(e))
+        )
         with self._cv:
             self.failures.append(ReflectionFailure(job.thread_id, e, datetime.now(timezone.utc)))
             if job.key in self._jobs:  # a newer turn arrived meanwhile: it covers these too

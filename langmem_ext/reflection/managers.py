@@ -193,7 +193,7 @@ class MemoryManager(Runnable[dict[str, Any], list[ExtractedMemory]]):
         self.enable_deletes = enable_deletes
         self.method = method
         self._shape: Literal["trustcall", "tool", "json"] | None = (
-            None if method == "auto" else method  # type: ignore[assignment]
+            None if method == "auto" else method
         )
         self.calls = 0
         self._lock = threading.Lock()

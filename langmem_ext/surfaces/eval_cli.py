@@ -31,6 +31,10 @@ def eval_extraction(
         str, typer.Option(help="The store's embedder: 'local' or 'none' (keyword only).")
     ] = "local",
     timeout: Annotated[float, typer.Option(help="Seconds per model call.")] = 120.0,
+    max_tokens: Annotated[int, typer.Option(help="Output cap of each model call.")] = 1024,
+    context_tokens: Annotated[
+        int, typer.Option(help="The model's context size (a local server's n_ctx).")
+    ] = 8192,
     out: Annotated[Path | None, typer.Option(help="Write the scores to this JSON file.")] = None,
 ) -> None:
     """Reflect every turn of the evaluation set with a model and print what it
@@ -41,6 +45,7 @@ def eval_extraction(
     """
     from ..reflection.evaluate import evaluate, load_cases, scripted_model
     from ..reflection.extract import FactExtractor
+    from ..reflection.reflect import ReflectionSettings
 
     console = Console(soft_wrap=True)
     try:
@@ -49,6 +54,11 @@ def eval_extraction(
         raise typer.BadParameter(str(e)) from e
     if method not in ("auto", "tool", "json"):
         raise typer.BadParameter(f"--method must be auto, tool or json, got {method!r}")
+    try:
+        settings = ReflectionSettings(backoff=0.1, context_tokens=context_tokens)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from e
+    limits = {"max_tokens": max_tokens, "timeout": timeout}
     if base_url:
         from langchain_openai import ChatOpenAI
         from pydantic import SecretStr
@@ -61,11 +71,12 @@ def eval_extraction(
             timeout=timeout,
             max_retries=0,  # extraction retries on its own
         )
-        extractor = FactExtractor(chat, method=method)  # type: ignore[arg-type]
+        extractor = FactExtractor(chat, method=method, **limits)  # type: ignore[arg-type]
     elif model in ("oracle", "naive"):
-        extractor = FactExtractor(scripted_model(model, cases), method=method)  # type: ignore[arg-type]
+        scripted = scripted_model(model, cases)
+        extractor = FactExtractor(scripted, method=method, **limits)  # type: ignore[arg-type]
     else:
-        extractor = FactExtractor(model, method=method)  # type: ignore[arg-type]
+        extractor = FactExtractor(model, method=method, **limits)  # type: ignore[arg-type]
 
     def progress(score: object) -> None:
         s = asdict(score)  # type: ignore[call-overload]
@@ -78,6 +89,7 @@ def eval_extraction(
     report = evaluate(
         extractor,
         cases=cases,
+        settings=settings,
         embed=None if embed == "none" else embed,
         label=model,
         on_case=progress,

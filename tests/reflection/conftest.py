@@ -3,6 +3,7 @@ whose waits are recorded instead of slept, and a caller."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -21,6 +22,18 @@ def store(tmp_path):
     )
     yield s
     s.close()
+
+
+@pytest.fixture(params=["sync", "async"])
+def reflect(request):
+    """Reflect now, with ``executor.reflect`` or ``executor.areflect``."""
+
+    def run(executor, messages, config):
+        if request.param == "sync":
+            return executor.reflect(messages, config)
+        return asyncio.run(executor.areflect(messages, config))
+
+    return run
 
 
 @pytest.fixture

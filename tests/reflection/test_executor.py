@@ -188,7 +188,8 @@ mode, db = sys.argv[1], sys.argv[2]
 store = SQLiteStore(db)
 step = stuck if mode == "stuck" else quick
 ex = ReflectionExecutor(ScriptedExtractionModel([step]), engine=MemoryEngine(store),
-                        delay=0 if mode == "stuck" else 3600, exit_timeout=1.0,
+                        delay=0 if mode == "stuck" else 3600,
+                        exit_timeout=1.0 if mode == "stuck" else 30.0,
                         on_exit="cancel" if mode == "cancel" else "drain",
                         default_tenant="local")
 ex.submit([HumanMessage("I live in Berlin", id="h1")],

@@ -3,7 +3,6 @@ retries, related facts, the per-thread cursor. Direct reflections, sync and asyn
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 
@@ -21,16 +20,6 @@ from .openai_server import LocalChatServer
 TURN = [HumanMessage("I moved to Berlin last year", id="h1"), AIMessage("Nice!", id="a1")]
 
 
-@pytest.fixture(params=["sync", "async"])
-def reflect(request):
-    def run(executor, messages, config):
-        if request.param == "sync":
-            return executor.reflect(messages, config)
-        return asyncio.run(executor.areflect(messages, config))
-
-    return run
-
-
 def contents(engine, ctx):
     return [f.content for f in engine.get_profile(ctx).facts]
 
@@ -43,7 +32,8 @@ def test_one_named_tool_call_per_turn(engine, ctx, reflect):
     assert model.bound[0]["tool_choice"] == "extract_facts"
     assert contents(engine, ctx) == ["Lives in Berlin"]
     prompt = model.seen[0][1].content
-    assert "user: I moved to Berlin last year" in prompt and "assistant: Nice!" in prompt
+    assert "user: I moved to Berlin last year" in prompt
+    assert "assistant (context only, not about the user): Nice!" in prompt
     f = engine.get_profile(ctx).facts[0]
     assert f.provenance == {
         "source": "reflection",

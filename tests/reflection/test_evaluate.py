@@ -1,0 +1,171 @@
+"""Scoring extraction on the evaluation set: the scripted oracle scores
+perfectly, the scripted naive model's mistakes are screened out (the counts
+derived from the set itself), the scorer counts noise, copies, lost facts and
+wrong supersessions, and ``langmem-ext eval-extraction`` prints and saves it."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from langchain_core.messages import BaseMessage
+from typer.testing import CliRunner
+
+from langmem_ext.reflection.evaluate import (
+    EvalCase,
+    EvalTurn,
+    ExpectedFact,
+    evaluate,
+    load_cases,
+    matches,
+    scripted_model,
+)
+from langmem_ext.surfaces.cli import app
+from langmem_ext.testing.chat import ScriptedExtractionModel
+
+CASES = load_cases()
+TURNS = sum(len(c.turns) for c in CASES)
+
+
+def later_corrections(case: EvalCase) -> list[tuple[ExpectedFact, ExpectedFact]]:
+    """(old, new) for each expected fact a later fact of its case retires."""
+    facts = [(n, f) for n, t in enumerate(case.turns) for f in t.facts]
+    return [
+        (old, new)
+        for n, old in facts
+        for m, new in facts
+        if m > n and new.retires and matches(old.content, new.retires)
+    ]
+
+
+CORRECTIONS = sum(len(later_corrections(c)) for c in CASES)
+FINAL_FACTS = sum(len(t.facts) for c in CASES for t in c.turns) - CORRECTIONS
+
+
+def naive_assistant_statements() -> int:
+    """What the naive model files from the assistant's lines: a long reply
+    five times whole, a short one sentence by sentence."""
+    n = 0
+    for c in CASES:
+        for t in c.turns:
+            for role, text in t.messages:
+                if role == "assistant":
+                    n += 5 if len(text) > 200 else len(re.split(r"(?<=[.!?])\s+", text))
+    return n
+
+
+def test_the_set_is_what_the_scores_below_are_derived_from():
+    assert len(CASES) == 12 and TURNS == 17
+    assert (FINAL_FACTS, CORRECTIONS) == (15, 3)
+    assert naive_assistant_statements() == 37
+
+
+def test_the_oracle_scores_perfectly():
+    totals = evaluate(scripted_model("oracle"), label="oracle").totals()
+    assert totals["expected"] == totals["right"] == FINAL_FACTS
+    assert totals["corrections"] == totals["applied"] == CORRECTIONS
+    assert (totals["lost"], totals["noise"], totals["copies"]) == (0, 0, 0)
+    assert (totals["wrong_supersessions"], totals["screened_out"]) == (0, 0)
+    assert totals["model_calls"] == totals["turns"] == TURNS
+    assert totals["failed_turns"] == 0
+
+
+def test_the_naive_models_mistakes_are_screened_out():
+    """Every assistant statement it files is dropped (none stored: noise 0),
+    plural categories cost no second call, its one-slot-per-category facts
+    retire nothing, and its corrections (a value instead of an id) are not
+    applied."""
+    report = evaluate(scripted_model("naive"), embed=None, label="naive")
+    totals = report.totals()
+    assert totals["screened_out"] == naive_assistant_statements()
+    assert (totals["noise"], totals["copies"], totals["wrong_supersessions"]) == (0, 0, 0)
+    assert totals["right"] == totals["expected"] == FINAL_FACTS and totals["lost"] == 0
+    assert (totals["corrections"], totals["applied"]) == (CORRECTIONS, 0)
+    assert totals["model_calls"] == totals["turns"] == TURNS
+    assert report.problems() == []
+
+
+# -- the scorer --------------------------------------------------------------------------
+
+CAFE = EvalCase(
+    "cafe",
+    "zoe",
+    (
+        EvalTurn(
+            messages=(
+                ("user", "I'm Zoe, I run a cafe in Lyon and I keep bees. Have a nice day!"),
+                ("assistant", "Lyon is known for its food."),
+            ),
+            facts=(
+                ExpectedFact("Runs a cafe in Lyon", "context", ("cafe",)),
+                ExpectedFact("Keeps bees", "behavior", ("bees",)),
+            ),
+            also=("zoe",),
+            not_facts=("nice day",),
+        ),
+        EvalTurn(
+            messages=(("user", "I also started pottery."), ("assistant", "Fun!")),
+            facts=(ExpectedFact("Does pottery", "behavior", ("pottery",)),),
+        ),
+    ),
+)
+
+
+def known_id(messages: list[BaseMessage], word: str) -> str:
+    [fid] = re.findall(rf"id=(fact_[0-9a-f]+)\b.*{word}", str(messages[0].content), re.I)
+    return fid
+
+
+def item(content: str, **kw: Any) -> dict[str, Any]:
+    return {"content": content, "category": "context", "confidence": 0.9, **kw}
+
+
+def test_the_scorer_counts_noise_copies_lost_facts_and_wrong_supersessions():
+    model = ScriptedExtractionModel(
+        [
+            # the small talk as a fact (a trap, in the user's words), an
+            # invented fact, and one of the two expected facts
+            [item("Runs a cafe in Lyon"), item("Wishes a nice day"), item("Owns a bakery")],
+            # the new fact "corrects" the cafe, whose id it was shown
+            lambda messages: [item("Does pottery", replaces=known_id(messages, "cafe"))],
+        ]
+    )
+    report = evaluate(model, cases=[CAFE], embed=None, label="scripted")
+    [score] = report.cases
+    assert score.expected == 3 and score.right == 1
+    assert score.lost == ["Runs a cafe in Lyon", "Keeps bees"]
+    assert sorted(score.noise) == ["Owns a bakery", "Wishes a nice day"] and score.copies == 1
+    assert score.wrong_supersessions == ["Runs a cafe in Lyon"]
+    assert (score.model_calls, score.turns, score.failed_turns) == (2, 2, 0)
+    assert "| **total** (scripted) | 1/3 | 2 | 2 (1) | 0/0 | 1 | 0 | 2/2 | 0 |" in report.table()
+
+
+# -- the command ---------------------------------------------------------------------------
+
+
+def test_eval_extraction_prints_the_table_and_writes_the_scores(tmp_path):
+    out = tmp_path / "scores.json"
+    result = CliRunner().invoke(
+        app, ["eval-extraction", "--model", "naive", "--embed", "none", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert f"| **total** (naive) | {FINAL_FACTS}/{FINAL_FACTS} | 0 | 0 (0) |" in result.output
+    saved = json.loads(out.read_text())
+    assert saved["model"] == "naive"
+    assert saved["totals"]["screened_out"] == naive_assistant_statements()
+    assert [c["case"] for c in saved["cases"]] == [c.id for c in CASES]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--method", "grammar"], "--method must be auto, tool or json"),
+        (["--data", "missing.json"], "missing.json"),
+        (["--context-tokens", "100"], "context_tokens must be an integer >= 512"),
+    ],
+)
+def test_eval_extraction_rejects_bad_options(args, message):
+    result = CliRunner().invoke(app, ["eval-extraction", "--model", "oracle", *args])
+    assert result.exit_code == 2 and message in result.output
