@@ -4,8 +4,8 @@ memory given back to the model within a token budget.
 * :class:`FactExtractor` — one chat-model call per turn, validated (:mod:`.extract`);
 * :class:`ReflectionExecutor` — debounced background reflection, a graph node
   and ``create_agent`` middleware (:mod:`.executor`);
-* :func:`format_profile`, :func:`memory_context` — the seed 004 and seed 003
-  blocks (:mod:`.context`); :class:`MemoryPrompt` puts them into the system
+* :func:`format_profile`, :func:`memory_context` — the profile and
+  context blocks (:mod:`.context`); :class:`MemoryPrompt` puts them into the system
   prompt (:mod:`.middleware`).
 
 Examples:

@@ -1,6 +1,6 @@
 """Memory blocks for the system prompt, within a token budget.
 
-:func:`format_profile` (seed 004) renders a :class:`~langmem_ext.engine.Profile`::
+:func:`format_profile` renders a :class:`~langmem_ext.engine.Profile`::
 
     User Context:
     - Work: ...
@@ -18,7 +18,7 @@ Facts are sorted by confidence (desc; then newest first, then id). Over
 if the text is still too long it is cut at a character; either way it ends with
 ``"\\n..."`` and stays within the budget.
 
-:func:`memory_context` (seed 003) builds the block for a trigger prompt: facts
+:func:`memory_context` builds the block for a trigger prompt: facts
 and rules by the recall composite score, recent episodes by the same score
 (confidence 1), each section in score order with the tie-breakers score desc,
 ``created_at`` desc, id asc; sections always present (``- (none)`` when empty).
@@ -85,7 +85,7 @@ _LABELS = {
 }
 
 
-# -- seed 004: the profile block -------------------------------------------------
+# -- the profile block ---------------------------------------------------------
 
 
 def _fact_rows(facts: Sequence[Any]) -> list[tuple[float, str, str, str]]:
@@ -124,7 +124,7 @@ def format_profile(
     max_tokens: int = DEFAULT_PROFILE_TOKENS,
     tokenizer: str | TokenCounter | None = None,
 ) -> str:
-    """Seed 004's memory block for the system prompt.
+    """The profile's memory block for the system prompt.
 
     Args:
         profile: a :class:`Profile`, or a dict with ``user_context``,
@@ -187,7 +187,7 @@ def _cut(text: str, budget: int, count: TokenCounter) -> str:
     return text[:lo] + TRUNCATED if count(text[:lo] + TRUNCATED) <= budget else ""
 
 
-# -- seed 003: memory_context ------------------------------------------------------
+# -- memory_context --------------------------------------------------------------
 
 
 @dataclass
@@ -364,7 +364,7 @@ def memory_context(
     tokenizer: str | TokenCounter | None = None,
     tenant: str | None = None,
 ) -> str:
-    """Seed 003's ``memory_context``: the memory block for ``trigger_prompt``,
+    """``memory_context``: the memory block for ``trigger_prompt``,
     scoped to ``butler`` (scopes ``global`` and ``butler``), within
     ``token_budget`` tokens (see the module docstring).
 

@@ -5,8 +5,8 @@
 * ``create_react_agent(model, tools, pre_model_hook=MemoryPrompt(engine).pre_model_hook)``
 * ``create_agent(model, tools, middleware=[MemoryPrompt(engine).middleware()])``
 
-``kind="profile"`` (default) renders seed 004's block (user context, history,
-facts within 2000 tokens); ``kind="context"`` renders seed 003's
+``kind="profile"`` (default) renders the profile block (user context, history,
+facts within 2000 tokens); ``kind="context"`` renders
 ``memory_context`` for the last user message (facts, rules, recent episodes
 within 3000 tokens). Without an engine the graph's store is used.
 
@@ -74,8 +74,8 @@ class MemoryPrompt:
 
     Args:
         engine: the engine to read; None uses the graph's store.
-        kind: ``"profile"`` (seed 004 block) or ``"context"`` (seed 003
-            ``memory_context`` for the last user message).
+        kind: ``"profile"`` (the profile block) or ``"context"``
+            (``memory_context`` for the last user message).
         max_tokens: the block's budget (default 2000 for profile, 3000 for context).
         butler: the scope of ``kind="context"``.
         quotas: section quotas of ``kind="context"``.

@@ -92,8 +92,8 @@ class ReflectionSettings:
     """How reflections run.
 
     Args:
-        threshold: facts under this confidence are skipped (seed 004: 0.5).
-        max_facts: active facts kept per profile (seed 004: 500).
+        threshold: facts under this confidence are skipped (default 0.5).
+        max_facts: active facts kept per profile (default 500).
         attempts: model calls per turn before giving up (the turn stays pending).
         backoff: seconds before the second attempt after a model error; doubles.
         related: how many of the user's facts related to the turn the model sees.
