@@ -63,8 +63,10 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time names load on 
         create_manage_memory_tool,
         create_search_memory_tool,
     )
+    from .surfaces.mcp import create_mcp_server
     from .surfaces.memory_tools import create_memory_tools
     from .surfaces.searcher import create_memory_searcher
+    from .surfaces.ui import create_ui_app
 
 #: Where each exported name lives: ``import langmem_ext`` imports none of them,
 #: ``from langmem_ext import SQLiteStore`` only the SQLite store.
@@ -111,12 +113,14 @@ _EXPORTS = {
     "TenantAccessError": ".errors",
     "VectorIndexConfig": ".stores",
     "create_manage_memory_tool": ".surfaces",
+    "create_mcp_server": ".surfaces.mcp",
     "create_memory_manager": ".reflection",
     "create_memory_searcher": ".surfaces.searcher",
     "create_memory_store_manager": ".reflection",
     "create_memory_tools": ".surfaces.memory_tools",
     "create_search_memory_tool": ".surfaces",
     "create_thread_extractor": ".reflection",
+    "create_ui_app": ".surfaces.ui",
 }
 
 __version__ = "0.1.0"
@@ -165,12 +169,14 @@ __all__ = [
     "VectorIndexConfig",
     "__version__",
     "create_manage_memory_tool",
+    "create_mcp_server",
     "create_memory_manager",
     "create_memory_searcher",
     "create_memory_store_manager",
     "create_memory_tools",
     "create_search_memory_tool",
     "create_thread_extractor",
+    "create_ui_app",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, ["__version__"])

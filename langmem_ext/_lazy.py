@@ -19,7 +19,15 @@ from typing import Any
 __all__ = ["lazy_exports"]
 
 #: What to install for a module that needs an optional extra.
-_EXTRAS = {"psycopg": "postgres", "psycopg_pool": "postgres", "pgvector": "postgres"}
+_EXTRAS = {
+    "psycopg": "postgres",
+    "psycopg_pool": "postgres",
+    "pgvector": "postgres",
+    "mcp": "mcp",
+    "starlette": "ui",
+    "jinja2": "ui",
+    "uvicorn": "ui",
+}
 
 
 def lazy_exports(

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import LangmemError
+from .cli_ui import ui
 from .eval_cli import eval_extraction
 
 app = typer.Typer(
@@ -299,6 +300,7 @@ def bench_store(
 
 
 app.command("eval-extraction")(eval_extraction)
+app.command("ui")(ui)
 
 
 def main() -> None:

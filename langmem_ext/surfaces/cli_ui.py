@@ -1,0 +1,56 @@
+"""``langmem-ext ui``: serve the memory browser on this machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import LangmemError
+
+__all__ = ["ui"]
+
+
+def ui(
+    db: Annotated[str, typer.Option(help="SQLite file or postgresql:// URL.")] = "memories.db",
+    host: Annotated[str, typer.Option(help="Address (keep 127.0.0.1 unless proxied).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(help="Port.")] = 8765,
+    callers: Annotated[
+        Path | None,
+        typer.Option(
+            help="Callers JSON (bearer tokens → tenant, user); default: $LANGMEM_EXT_CALLERS."
+        ),
+    ] = None,
+    user_id: Annotated[
+        str | None, typer.Option(help="With --allow-anonymous: the one local user.")
+    ] = None,
+    allow_anonymous: Annotated[
+        bool, typer.Option(help="Serve every browser as --user-id, without signing in.")
+    ] = False,
+    embed: Annotated[str, typer.Option(help="Embedder: local, none, or provider:model.")] = "local",
+) -> None:
+    """Browse, search, edit and forget memories in the web browser.
+
+    Example: langmem-ext ui --db memories.db --callers callers.json
+    """
+    import uvicorn
+
+    from ..engine import MemoryContext
+    from .callers import Callers
+    from .dbopen import open_store
+    from .ui import create_ui_app
+
+    try:
+        if allow_anonymous and user_id is None:
+            raise typer.BadParameter("--allow-anonymous needs --user-id (the one local user)")
+        known = None if allow_anonymous else Callers.load(callers)
+        caller = MemoryContext(user_id=user_id) if allow_anonymous else None
+        with open_store(db, embed=None if embed == "none" else embed) as store:
+            app = create_ui_app(store, callers=known, caller=caller)
+            typer.echo(f"memory browser on http://{host}:{port}/ (Ctrl+C stops it)")
+            uvicorn.run(app, host=host, port=port, log_level="warning")
+    except LangmemError as e:
+        raise typer.BadParameter(str(e)) from e
