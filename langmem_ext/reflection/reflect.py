@@ -112,7 +112,7 @@ class ReflectionSettings:
         >>> ReflectionSettings(context_tokens=100)
         Traceback (most recent call last):
         ...
-        ValueError: context_tokens must be an integer >= 512, got 100
+        langmem_ext.errors.ConfigurationError: context_tokens must be an integer >= 512, got 100
     """
 
     threshold: float = policy.EXTRACTION_THRESHOLD

@@ -1,4 +1,11 @@
-"""``langmem-ext ui``: serve the memory browser on this machine."""
+"""``langmem-ext ui``: serve the memory browser on this machine.
+
+Examples:
+    >>> from typer.testing import CliRunner
+    >>> from langmem_ext.surfaces.cli import app
+    >>> CliRunner().invoke(app, ["ui", "--allow-anonymous"]).exit_code  # who is the user?
+    2
+"""
 
 from __future__ import annotations
 
