@@ -7,8 +7,11 @@ Scores by mode (the ``score`` of each returned ``SearchItem``):
     embedded field, in [-1, 1] — exactly what LangGraph's stores return, so
     code that thresholds on it keeps working.
 ``keyword``
-    BM25 (SQLite FTS5 / PostgreSQL full text) divided by the best BM25 among
-    the matches of this query, in (0, 1]; the best keyword match scores 1.
+    BM25 divided by the best BM25 among the matches of this query, in (0, 1];
+    the best keyword match scores 1. SQLite uses FTS5's BM25; PostgreSQL sums
+    each query word's ``ts_rank`` times the word's BM25 inverse document
+    frequency over the items searched, so on both a word most items share
+    counts less than a rare one.
 ``hybrid`` (default when an embedder is configured)
     ``w * v + (1 - w) * k`` in [0, 1], where ``v`` is the cosine min-max
     normalised over the items searched (the namespace scope, before filters:

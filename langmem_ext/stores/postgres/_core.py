@@ -269,7 +269,7 @@ class PostgresCore(HybridStore):
             page = yield from vector_steps(q, op, self.vector_index)
             if page is not None:
                 return page
-        tsq = _sql.tsquery_text(op.query) if mode in ("keyword", "hybrid") else None
+        words = _sql.tsquery_words(op.query) if mode in ("keyword", "hybrid") else []
         weight = self._index.vector_weight if self._index else 0.5
         sql, params = _sql.search_query(
             mode=mode,
@@ -278,7 +278,7 @@ class PostgresCore(HybridStore):
             flt=flt,
             live=live,
             qvec=qvec,
-            tsq=tsq,
+            words=words,
             ts_config=self.text_search_config,
             vector_weight=weight,
             context_weight=self._index.context_weight if self._index else 0.5,
