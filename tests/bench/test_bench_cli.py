@@ -210,3 +210,106 @@ def test_bench_store_with_postgres_contenders(tmp_path):
     assert ours["namespace_10pct"]["recall_at_10"] == 1.0
     assert hnsw["store"] == "LangGraph PostgresStore (HNSW)" and hnsw["put_per_s"] > 0
     assert exact["whole"]["recall_at_10"] == 1.0
+
+
+# -- the facts document set ----------------------------------------------------------
+
+
+def _reflected(locomo_file, window=1, observation=None):
+    from langmem_ext import SQLiteStore
+    from langmem_ext.bench.locomo_facts import caller, reflect_conversation
+    from langmem_ext.engine import MemoryEngine
+
+    data = json.loads(locomo_file.read_text())
+    if observation is not None:
+        data[0]["observation"]["session_2_observation"]["Ana"] = [observation]
+        locomo_file.write_text(json.dumps(data))
+    [conv], _ = load_locomo(locomo_file)
+    engine = MemoryEngine(SQLiteStore(index={"embed": "local", "fields": ["content"]}))
+    tally = reflect_conversation(engine, conv, window)
+    return engine, caller(conv.sample_id), conv, tally
+
+
+def test_facts_are_stored_with_the_turns_they_came_from(locomo_file):
+    from langmem_ext.bench.locomo_facts import fact_turns
+
+    engine, ctx, _, tally = _reflected(locomo_file)
+    stored = {f.content: fact_turns(f) for f in engine.get_profile(ctx).facts}
+    assert stored == {
+        "[1:00 pm on 8 May, 2023] Ana adopted a kitten called Pixel.": ("D1:1",),
+        "[2:00 pm on 9 June, 2023] Ben's pottery vase won a prize.": ("D2:1",),
+    }
+    assert (tally.observations, tally.offered, tally.stored, tally.active) == (2, 2, 2, 2)
+    assert tally.model_calls == 5  # one per turn
+    assert not tally.screened and not tally.skipped and tally.merged == 0
+
+
+def test_a_fact_of_a_wider_window_names_every_turn_of_it(locomo_file):
+    from langmem_ext.bench.locomo_facts import fact_turns
+
+    engine, ctx, _, tally = _reflected(locomo_file, window=3)
+    turns = {fact_turns(f) for f in engine.get_profile(ctx).facts}
+    assert turns == {("D1:1", "D1:2", "D1:3"), ("D2:1", "D2:2")}
+    assert tally.model_calls == 2  # one per session
+
+
+def test_an_observation_offered_again_is_skipped_as_a_duplicate(locomo_file):
+    from langmem_ext.bench.locomo_facts import fact_turns
+
+    # Two turns in two sessions: offered with each, stored once (the first).
+    engine, ctx, _, tally = _reflected(locomo_file, observation=["Ana has a cat.", "D1:1; D2:2"])
+    facts = engine.get_profile(ctx).facts
+    cat = [f for f in facts if f.content.endswith("Ana has a cat.")]
+    assert [fact_turns(f) for f in cat] == [("D1:1",)]
+    assert (tally.offered, tally.stored, tally.skipped) == (4, 3, Counter({"duplicate": 1}))
+
+
+def test_merged_facts_count_for_the_turns_of_every_source():
+    from langmem_ext.bench.locomo_facts import fact_turns
+    from langmem_ext.engine import Fact
+
+    fact = Fact(
+        id="f",
+        tenant_id="t",
+        layer="user",
+        layer_id="u",
+        content="x",
+        subject="user",
+        predicate="f",
+        provenance={"message_ids": ["D1:1"], "merged": [{"message_ids": ["D2:1", "D1:1"]}]},
+    )
+    assert fact_turns(fact) == ("D1:1", "D2:1")
+
+
+def test_bench_locomo_facts(locomo_file, tmp_path):
+    """Reflected facts recalled through the engine on every backend, one
+    window per turn and one per session."""
+    out = tmp_path / "out"
+    args = ["bench", "locomo", "--data", str(locomo_file), "--out", str(out), "--docs", "facts"]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    assert "scripted" in result.output and "not a model" in result.output
+    assert "facts (SQLiteStore recall): 2 offered for 2 observations" in result.output
+    data = json.loads((out / "locomo.json").read_text())
+    rows = {r["retriever"]: r for r in data["rows"]}
+    assert set(rows) == {
+        f"{s} recall" for s in ("SQLiteStore", "PostgresStore", "LangGraph InMemoryStore")
+    }
+    for r in rows.values():
+        assert r["doc_set"] == "facts"
+        by = r["by_category"]
+        assert by["single-hop"]["R@1"] == 1.0  # the kitten question: its fact comes first
+        assert by["multi-hop"]["R@20"] == 0.5  # D2:1 has a fact, D1:2 none
+        assert by["open-domain"]["R@20"] == 0.0  # the bicycle photo has no fact
+    assert data["facts"]["SQLiteStore recall"]["stored"] == 2
+    assert data["settings"]["facts_window"] == 1
+
+    wide = CliRunner().invoke(app, [*args, "--backends", "sqlite", "--facts-window", "3"])
+    assert wide.exit_code == 0, wide.output
+    [row] = json.loads((out / "locomo.json").read_text())["rows"]
+    # The kitten's fact now names the session's 3 turns: it fills k=3 alone.
+    assert row["by_category"]["single-hop"]["R@1"] == 0.0
+    assert row["by_category"]["single-hop"]["R@5"] == 1.0
+
+    bad = CliRunner().invoke(app, [*args[:6], "--docs", "turns,fact"])
+    assert bad.exit_code != 0 and "unknown document sets" in bad.output
