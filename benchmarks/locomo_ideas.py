@@ -242,12 +242,12 @@ def temporal() -> Idea:
 
 IDEAS: dict[str, Callable[[], Idea]] = {
     "default": lambda: default,
-    "feedback-terms": feedback_terms,
+    "feedback-words": feedback_terms,
     "aspects": aspects,
     "context-vectors": context_vectors,
     "query-prefix": query_prefix,
     "temporal": temporal,
-    "context-vectors+feedback-terms": lambda: feedback_terms(base=context_vectors()),
+    "context-vectors+feedback-words": lambda: feedback_terms(base=context_vectors()),
 }
 
 
