@@ -89,7 +89,12 @@ STOPWORDS = frozenset(
 )
 
 _WORD = re.compile(r"\w+")
-_SENTENCE_END = re.compile(r"[.!?]+(?:\s+|$)")
+# A stop after an initial ("George R. R. Martin") or a title ("Dr. Lee") ends
+# no sentence: such facts were dropped as paragraphs.
+_SENTENCE_END = re.compile(
+    r"(?<!\b[A-Za-z])(?<!\b(?:Mr|Ms|Dr|St|Jr|Sr|vs))(?<!\b(?:Mrs|Rev))(?<!\bProf)"
+    r"[.!?]+(?:\s+|$)"
+)
 
 
 @dataclass(frozen=True)
@@ -143,10 +148,19 @@ def copy_ratio(content: str, turns: Sequence[BaseMessage]) -> float:
 
 
 def sentences(text: str) -> int:
-    """How many sentences ``text`` holds (a final one without a stop counts)."""
+    """How many sentences ``text`` holds (a final one without a stop counts).
+
+    Examples:
+        >>> sentences("Loves fantasy. Favourite author: George R. R. Martin.")
+        2
+        >>> sentences("Saw Dr. Lee on Monday"), sentences("")
+        (1, 0)
+    """
     stripped = text.strip()
-    ends = len(_SENTENCE_END.findall(stripped))
-    return ends + (0 if _SENTENCE_END.search(stripped[-1:] or ".") else 1)
+    if not stripped:
+        return 0
+    ends = list(_SENTENCE_END.finditer(stripped))
+    return len(ends) + (0 if ends and ends[-1].end() == len(stripped) else 1)
 
 
 def screen(

@@ -90,6 +90,17 @@ def test_a_paragraph_five_times_is_dropped_and_repeats_collapse(engine, ctx, ref
     assert [d.reason for d in result.dropped] == ["too_long"]
 
 
+def test_initials_and_titles_are_not_sentence_ends(engine, ctx, reflect):
+    # "George R. R. Martin" once counted as three sentences: the fact was dropped
+    # as a paragraph.
+    keep = ["Favourite author is George R. R. Martin", "Sees Dr. Lee. Takes Mrs. Park's class."]
+    three = "Reads a lot. Likes tea. Walks daily."
+    ex = make_executor([[fact(keep[0]), fact(keep[1]), fact(three)]], engine)
+    result = reflect(ex, BERLIN, config_for(ctx))
+    assert contents(engine, ctx) == sorted(keep)
+    assert [(d.content, d.reason) for d in result.dropped] == [(three, "too_long")]
+
+
 @pytest.mark.parametrize("spelt", ["preferences", " Preference", "PREFERENCES ", "pre ference"])
 def test_category_variants_are_read_in_one_call(engine, ctx, reflect, spelt):
     model = ScriptedExtractionModel([[fact("Likes jazz", spelt)]])
