@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
+from langmem_ext import ReflectionExecutor
 from tests.postgres_server import pg_server  # noqa: F401 - fixture
 from tests.reflection.openai_server import LocalChatServer
 
@@ -77,7 +78,13 @@ def test_docs_python_block_runs(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-docs-test")
     monkeypatch.setenv("OPENAI_BASE_URL", chat_server.base_url)
-    exec(compile(code, f"{page}:{line}", "exec"), {"__name__": "__main__"})
+    scope: dict = {"__name__": "__main__"}
+    exec(compile(code, f"{page}:{line}", "exec"), scope)
+    # A block's scheduled reflections run now, against the local server: left
+    # pending, they ran at interpreter exit, after the key above was unset.
+    for value in scope.values():
+        if isinstance(value, ReflectionExecutor):
+            assert value.shutdown(timeout=30), f"{page}:{line}: reflection still pending"
 
 
 def test_blocks_not_run_still_exist():
