@@ -29,8 +29,9 @@ import numpy as np
 from langgraph.store.base import PutOp
 
 from langmem_ext import SQLiteStore
-from langmem_ext.bench.locomo import NS, LocomoConfig, embed_all
+from langmem_ext.bench.locomo import NS, embed_all
 from langmem_ext.bench.locomo_data import CATEGORIES, Conversation, load_locomo, recall_at_k
+from langmem_ext.stores import CachedEmbeddings
 from langmem_ext.stores.sqlite._exec import _STOPWORDS as STOP  # the words a query drops
 
 WORD = re.compile(r"\w+")
@@ -271,8 +272,9 @@ def main() -> None:
     ap.add_argument("--ideas", default=",".join(IDEAS))
     args = ap.parse_args()
     raw, _ = load_locomo(args.data)
-    emb = embed_all(raw, LocomoConfig(data=args.data, cache=args.cache))
     with SQLiteStore(str(args.cache), index={"embed": "local"}) as holder:
+        assert isinstance(holder.embeddings, CachedEmbeddings)
+        emb = embed_all(raw, holder.embeddings)
         convs = [Conv(c, emb, holder.embeddings) for c in raw]
         cats = " | ".join(CATEGORIES.values())
         print(f"| idea | R@10 | {cats} |\n|---|---|" + "---|" * len(CATEGORIES))

@@ -313,3 +313,46 @@ def test_bench_locomo_facts(locomo_file, tmp_path):
 
     bad = CliRunner().invoke(app, [*args[:6], "--docs", "turns,fact"])
     assert bad.exit_code != 0 and "unknown document sets" in bad.output
+
+
+def test_locomo_ideas_script_reproduces_the_store_and_runs_every_idea(locomo_file, tmp_path):
+    # benchmarks/locomo_ideas.py re-creates the default search in numpy: its
+    # default row must equal SQLiteStore's hybrid search on the same cache.
+    import importlib.util
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from langmem_ext import SQLiteStore
+
+    out = tmp_path / "out"
+    args = ["bench", "locomo", "--data", str(locomo_file), "--out", str(out)]
+    result = CliRunner().invoke(app, [*args, "--backends", "sqlite", "--docs", "turns"])
+    assert result.exit_code == 0, result.output
+    [store_row] = [
+        r
+        for r in json.loads((out / "locomo.json").read_text())["rows"]
+        if r["retriever"] == "SQLiteStore hybrid"
+    ]
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "locomo_ideas.py"
+    spec = importlib.util.spec_from_file_location("locomo_ideas", script)
+    assert spec is not None and spec.loader is not None
+    ideas = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ideas)
+    cache = out / "embeddings.db"
+    raw, _ = load_locomo(locomo_file)
+    with SQLiteStore(str(cache), index={"embed": "local"}) as holder:
+        emb = ideas.embed_all(raw, holder.embeddings)
+        convs = [ideas.Conv(c, emb, holder.embeddings) for c in raw]
+        for k in (1, 5):
+            overall, _ = ideas.evaluate(convs, ideas.default, k=k)
+            assert overall == pytest.approx(store_row["overall"][f"R@{k}"])
+    run = subprocess.run(
+        [sys.executable, str(script), "--data", str(locomo_file), "--cache", str(cache)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    printed = [line.split("|")[1].strip() for line in run.stdout.splitlines()[2:]]
+    assert printed == list(ideas.IDEAS)
