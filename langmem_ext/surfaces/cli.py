@@ -106,12 +106,17 @@ def mcp(
         typer.Option(help="HTTP: serve requests without a token as --user-id (one local user)."),
     ] = False,
     embed: Annotated[str, typer.Option(help="Embedder: local, none, or provider:model.")] = "local",
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(help="HTTP: also answer to this host name (a reverse proxy's); repeatable."),
+    ] = None,
 ) -> None:
     """Serve the memory tools over MCP (stdio, or streamable HTTP on /mcp).
 
     Example: langmem-ext mcp --db memories.db --transport http --callers callers.json
     """
     from ..engine import MemoryContext
+    from ._http import allowed_hosts
     from .callers import Callers
     from .dbopen import open_store
     from .mcp import create_mcp_server
@@ -138,6 +143,7 @@ def mcp(
                 caller=caller,
                 allow_anonymous=allow_anonymous,
                 url=f"http://{host}:{port}",
+                allowed_hosts=allowed_hosts(host, allowed_host or []),
             )
             if transport == "stdio":
                 server.run_stdio()

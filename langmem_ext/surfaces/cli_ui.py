@@ -38,6 +38,12 @@ def ui(
         bool, typer.Option(help="Serve every browser as --user-id, without signing in.")
     ] = False,
     embed: Annotated[str, typer.Option(help="Embedder: local, none, or provider:model.")] = "local",
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Also answer to this host name (a reverse proxy's); repeat for several.",
+        ),
+    ] = None,
 ) -> None:
     """Browse, search, edit and forget memories in the web browser.
 
@@ -46,6 +52,7 @@ def ui(
     import uvicorn
 
     from ..engine import MemoryContext
+    from ._http import allowed_hosts
     from .callers import Callers
     from .dbopen import open_store
     from .ui import create_ui_app
@@ -56,7 +63,8 @@ def ui(
         known = None if allow_anonymous else Callers.load(callers)
         caller = MemoryContext(user_id=user_id) if allow_anonymous else None
         with open_store(db, embed=None if embed == "none" else embed) as store:
-            app = create_ui_app(store, callers=known, caller=caller)
+            hosts = allowed_hosts(host, allowed_host or [])
+            app = create_ui_app(store, callers=known, caller=caller, allowed_hosts=hosts)
             typer.echo(f"memory browser on http://{host}:{port}/ (Ctrl+C stops it)")
             uvicorn.run(app, host=host, port=port, log_level="warning")
     except LangmemError as e:

@@ -32,7 +32,7 @@ Examples:
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -41,6 +41,7 @@ from langgraph.store.base import BaseStore
 
 from ..engine import MemoryContext, MemoryEngine
 from ..errors import AuthenticationError, ConfigurationError
+from ._http import LOOPBACK, allowed_origins, check_host_names
 from .callers import Callers
 from .memory_tools import create_memory_tools
 from .tools import create_manage_memory_tool, create_search_memory_tool
@@ -52,12 +53,18 @@ class MemoryMCPServer:
     """The MCP server and how to run it (see :func:`create_mcp_server`)."""
 
     def __init__(
-        self, server: Any, tool_names: list[str], url: str | None, state: dict[str, Any]
+        self,
+        server: Any,
+        tool_names: list[str],
+        url: str | None,
+        state: dict[str, Any],
+        hosts: list[str],
     ) -> None:
         self.server = server
         self.tool_names = tool_names
         self.url = url
         self._state = state
+        self._hosts = hosts
 
     def run_stdio(self) -> None:
         """Serve on stdin/stdout until the client closes them, as the configured
@@ -67,7 +74,19 @@ class MemoryMCPServer:
 
     def http_app(self) -> Any:
         """The streamable-HTTP ASGI app (path ``/mcp``)."""
-        return self.server.streamable_http_app(streamable_http_path="/mcp")
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        # The SDK's own Host/Origin checks, over the names this server answers
+        # (a page on another site, or one whose domain resolves here, is refused).
+        names = [f"[{h}]" if ":" in h else h for h in self._hosts]
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=[*names, *(f"{h}:*" for h in names)],
+            allowed_origins=allowed_origins(self._hosts),
+        )
+        return self.server.streamable_http_app(
+            streamable_http_path="/mcp", transport_security=security
+        )
 
     def run_http(self, host: str = "127.0.0.1", port: int = 8000) -> None:
         """Serve streamable HTTP on ``host:port`` (``/mcp``) until interrupted."""
@@ -84,6 +103,7 @@ def create_mcp_server(
     allow_anonymous: bool = False,
     url: str = "http://127.0.0.1:8000",
     namespace: Any = None,
+    allowed_hosts: Sequence[str] = LOOPBACK,
 ) -> MemoryMCPServer:
     """An MCP server for the memory tools over ``store``.
 
@@ -96,6 +116,10 @@ def create_mcp_server(
             (a single local user only; never on a shared address).
         url: the server's own address (announced to OAuth-aware clients).
         namespace: the user-space template, as for the memory tools.
+        allowed_hosts: host names HTTP requests may carry (default: this
+            machine's loopback names); add a reverse proxy's name here. Other
+            names get HTTP 421, so a web page cannot reach the server by making
+            its own domain resolve to this machine.
 
     Raises:
         ConfigurationError: neither ``callers`` nor ``caller`` is given.
@@ -154,7 +178,10 @@ def create_mcp_server(
     ]
     for tool in tools:
         server.add_tool(_mcp_function(tool, who), name=tool.name, description=tool.description)
-    return MemoryMCPServer(server, [t.name for t in tools], url, state)
+    hosts = check_host_names(allowed_hosts)
+    if any(h.startswith("*.") for h in hosts):
+        raise ConfigurationError("the MCP server takes exact host names in allowed_hosts")
+    return MemoryMCPServer(server, [t.name for t in tools], url, state, hosts)
 
 
 def _mcp_function(tool: BaseTool, who: Callable[[], MemoryContext]) -> Callable[..., Any]:

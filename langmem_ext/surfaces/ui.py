@@ -23,7 +23,7 @@ Examples:
     >>> from langmem_ext import SQLiteStore
     >>> from langmem_ext.engine import MemoryContext
     >>> app = create_ui_app(SQLiteStore(), caller=MemoryContext(user_id="ada"))
-    >>> TestClient(app).get("/").status_code
+    >>> TestClient(app, base_url="http://127.0.0.1:8765").get("/").status_code
     200
 """
 
@@ -32,6 +32,7 @@ from __future__ import annotations
 import hmac
 import io
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ from urllib.parse import quote
 from langgraph.store.base import BaseStore
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
@@ -48,6 +50,7 @@ from starlette.templating import Jinja2Templates
 from ..engine import Fact, MemoryContext, MemoryEngine, policy
 from ..errors import AuthenticationError, LangmemError
 from ..stores.transfer import export_jsonl
+from ._http import LOOPBACK, SameSiteOnly, check_host_names
 from .callers import Callers
 
 __all__ = ["create_ui_app"]
@@ -87,6 +90,7 @@ def create_ui_app(
     *,
     callers: Callers | None = None,
     caller: MemoryContext | None = None,
+    allowed_hosts: Sequence[str] = LOOPBACK,
 ) -> Starlette:
     """The memory browser as an ASGI app.
 
@@ -95,6 +99,10 @@ def create_ui_app(
         callers: bearer tokens → callers; each browser signs in with a token.
         caller: serve every browser as this one caller, without signing in —
             for a single user on their own machine only.
+        allowed_hosts: the host names the browser is reached by (default: this
+            machine's loopback names). Requests for any other name are refused,
+            so a web page cannot reach the browser by making its own domain
+            resolve to 127.0.0.1; add a reverse proxy's name here.
 
     Examples:
         >>> from langmem_ext import SQLiteStore
@@ -125,7 +133,9 @@ def create_ui_app(
                 # One local user: a session is opened on the first visit so
                 # forms still carry a token against cross-site requests.
                 sid = sessions.open(caller)
-                response = RedirectResponse(str(request.url), status_code=303)
+                # A relative redirect: never built from the request's Host header.
+                back = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+                response = RedirectResponse(back, status_code=303)
                 _set_cookie(response, sid)
                 return response
             if s is None:
@@ -260,7 +270,8 @@ def create_ui_app(
         Route("/memory/{id:path}/forget", forget, methods=["POST"]),
         Route("/memory/{id:path}", show),
     ]
-    return Starlette(routes=routes)
+    hosts = check_host_names(allowed_hosts)
+    return Starlette(routes=routes, middleware=[Middleware(SameSiteOnly, hosts=hosts)])
 
 
 def _set_cookie(response: Response, sid: str) -> None:

@@ -57,8 +57,13 @@ def world(tmp_path):
     store.close()
 
 
+def browser(app) -> TestClient:
+    """A client that reaches the app as a browser on this machine does."""
+    return TestClient(app, base_url="http://127.0.0.1:8765")
+
+
 def signed_in(store, token: str = "tok-ada-0001") -> tuple[TestClient, str]:
-    client = TestClient(create_ui_app(store, callers=CALLERS))
+    client = browser(create_ui_app(store, callers=CALLERS))
     r = client.post("/login", data={"token": token}, follow_redirects=True)
     assert r.status_code == 200, r.text
     return client, re.search(r'name="csrf" value="([^"]+)"', r.text).group(1)
@@ -72,7 +77,7 @@ def dump(store) -> str:
 
 def test_pages_need_a_valid_token(world):
     store, _, ids = world
-    client = TestClient(create_ui_app(store, callers=CALLERS))
+    client = browser(create_ui_app(store, callers=CALLERS))
     for path in ("/", "/search?q=Berlin", f"/memory/{ids['berlin']}", "/export"):
         r = client.get(path)
         assert r.status_code == 401 and "Sign in" in r.text and "Berlin" not in r.text
@@ -164,7 +169,7 @@ def test_forget_and_rule_and_episode_details(world):
 
 def test_one_local_user_needs_no_sign_in(world):
     store, _, _ = world
-    client = TestClient(create_ui_app(store, caller=ADA))
+    client = browser(create_ui_app(store, caller=ADA))
     assert "Lives in Berlin" in client.get("/").text
 
 

@@ -1,0 +1,295 @@
+"""The HTTP servers attacked as a web browser would: a page whose domain is
+made to resolve to 127.0.0.1 (DNS rebinding), a page of another site posting
+forms (sign-in included), and redirects built from the ``Host`` header; then
+the same pages in a real Chromium. Each case is counted.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from starlette.applications import Starlette
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
+from starlette.testclient import TestClient
+
+from langmem_ext import SQLiteStore
+from langmem_ext.engine import MemoryContext, MemoryEngine
+from langmem_ext.stores.transfer import export_jsonl
+from langmem_ext.surfaces.callers import Callers
+from langmem_ext.surfaces.mcp import create_mcp_server
+from langmem_ext.surfaces.ui import create_ui_app
+
+from .conftest import SCALE
+
+ADA = MemoryContext("acme", user_id="ada")
+CALLERS = Callers(
+    {
+        "tok-ada-0001": {"tenant_id": "acme", "user_id": "ada"},
+        "tok-eve-0001": {"tenant_id": "acme", "user_id": "eve"},
+    }
+)
+HOSTILE_HOSTS = [
+    "evil.example",
+    "evil.example:8765",
+    "127.0.0.1.evil.example",
+    "localhost.evil.example:8765",
+    "127.0.0.2:8765",
+    "[::2]:8765",
+    "",
+]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def dump(store) -> str:
+    out = io.StringIO()
+    export_jsonl(store, out)
+    return out.getvalue()
+
+
+@pytest.fixture
+def world(tmp_path):
+    store = SQLiteStore(tmp_path / "ui.db")
+    fid = MemoryEngine(store).store_fact(ADA, "user", "passport", "Passport number X1234567").id
+    yield store, fid
+    store.close()
+
+
+def _apps(store):
+    return {
+        "anonymous": create_ui_app(store, caller=ADA),
+        "signed-in": create_ui_app(store, callers=CALLERS),
+    }
+
+
+def test_a_rebound_domain_reaches_nothing(world, tally):
+    store, fid = world
+    t = tally("memory browser: DNS rebinding (foreign Host header)")
+    before = dump(store)
+    for _ in range(SCALE):
+        for mode, app in _apps(store).items():
+            client = TestClient(app, base_url="http://127.0.0.1:8765", follow_redirects=False)
+            if mode == "signed-in":
+                client.post("/login", data={"token": "tok-ada-0001"})
+            for host in HOSTILE_HOSTS:
+                for method, path in [
+                    ("GET", "/"),
+                    ("GET", "/export"),
+                    ("GET", f"/memory/{fid}"),
+                    ("GET", "/search?q=passport"),
+                    ("POST", f"/memory/{fid}/forget"),
+                    ("POST", "/login"),
+                ]:
+                    t.case()
+                    r = client.request(method, path, headers={"host": host})
+                    if r.status_code != 421 or "X1234567" in r.text or "set-cookie" in r.headers:
+                        t.violation(f"{mode} {method} {path} Host={host!r}: {r.status_code}")
+    if dump(store) != before:
+        t.violation("the store changed")
+
+
+def test_pages_of_other_sites_cannot_post(world, tally):
+    store, fid = world
+    t = tally("memory browser: cross-site POST (forms, sign-in)")
+    before = dump(store)
+    foreign = [
+        {"origin": "http://evil.example"},
+        {"origin": "null"},
+        {"origin": "http://127.0.0.1.evil.example:8765"},
+        {"sec-fetch-site": "cross-site"},
+        {"sec-fetch-site": "same-site", "origin": "http://127.0.0.1:9999"},
+    ]
+    for _ in range(SCALE):
+        for mode, app in _apps(store).items():
+            client = TestClient(app, base_url="http://127.0.0.1:8765", follow_redirects=False)
+            if mode == "signed-in":
+                client.post("/login", data={"token": "tok-ada-0001"})
+            page = client.get(f"/memory/{fid}", follow_redirects=True).text
+            csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+            for headers in foreign:
+                for path, form in [
+                    ("/login", {"token": "tok-eve-0001"}),  # login CSRF: signed in as eve
+                    (f"/memory/{fid}/forget", {"csrf": csrf}),
+                    (f"/memory/{fid}/edit", {"csrf": csrf, "content": "Passport lost"}),
+                    ("/logout", {"csrf": csrf}),
+                ]:
+                    t.case()
+                    r = client.post(path, data=form, headers=headers)
+                    if r.status_code != 403 or "set-cookie" in r.headers:
+                        t.violation(f"{mode} POST {path} {headers}: {r.status_code}")
+            # the browser's own same-origin form still works
+            t.case()
+            ok = client.post(
+                f"/memory/{fid}/edit",
+                data={"csrf": csrf, "content": "Passport number X1234567"},
+                headers={"origin": "http://127.0.0.1:8765", "sec-fetch-site": "same-origin"},
+            )
+            if ok.status_code != 303:
+                t.violation(f"{mode}: a same-origin form was refused ({ok.status_code})")
+    if dump(store) != before:
+        t.violation("the store changed")
+
+
+def test_redirects_are_never_built_from_host(world, tally):
+    store, _ = world
+    t = tally("memory browser: redirect to the request's Host")
+    app = create_ui_app(store, caller=ADA)
+    for _ in range(SCALE):
+        for host in ("localhost:8765", "127.0.0.1:8765", "[::1]:8765"):
+            for path in ("/", "/search?q=x", "/export"):
+                t.case()  # a first visit, without a session: answered by a redirect
+                client = TestClient(app, follow_redirects=False)
+                r = client.get(path, headers={"host": host})
+                location = r.headers.get("location", "")
+                if r.status_code != 303 or not location.startswith("/"):
+                    t.violation(f"{path} Host={host}: {r.status_code} {location!r}")
+
+
+def test_a_proxy_host_can_be_allowed(world):
+    store, _ = world
+    app = create_ui_app(store, caller=ADA, allowed_hosts=["memory.example.com"])
+    client = TestClient(app, base_url="https://memory.example.com")
+    assert "X1234567" in client.get("/").text
+    assert TestClient(app, base_url="http://evil.example").get("/").status_code == 421
+
+
+def _mcp_post(client: TestClient, host: str) -> int:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {}}
+    headers = {"accept": "application/json, text/event-stream", "host": host}
+    return client.post("/mcp", json=body, headers=headers).status_code
+
+
+def test_mcp_answers_only_its_host_names_and_a_proxy_can_be_allowed(world, tally):
+    store, _ = world
+    t = tally("MCP server: DNS rebinding and proxy host names")
+    default = create_mcp_server(store, caller=ADA).http_app()
+    proxied = create_mcp_server(
+        store, caller=ADA, allowed_hosts=["127.0.0.1", "memory.example.com"]
+    ).http_app()
+    with TestClient(default) as plain, TestClient(proxied) as behind_proxy:
+        for _ in range(SCALE):
+            for host in HOSTILE_HOSTS[:-1]:
+                for client in (plain, behind_proxy):
+                    t.case()
+                    if _mcp_post(client, host) != 421:
+                        t.violation(f"Host={host!r} was answered")
+            t.case()
+            if _mcp_post(behind_proxy, "memory.example.com") == 421:
+                t.violation("the proxy's host name was refused")
+            t.case()
+            if _mcp_post(plain, "127.0.0.1:8000") == 421:
+                t.violation("the loopback address was refused")
+
+
+# -- in a real browser -----------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serving(app) -> Iterator[int]:
+    import uvicorn
+
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.05)
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+READ_AND_FORGET = """
+async () => {
+  const out = {};
+  try {
+    const r = await fetch('/export', {credentials: 'include'});
+    out.export_status = r.status; out.export = await r.text();
+  } catch (e) { out.export_error = String(e); }
+  try {
+    const r = await fetch('/memory/%s', {credentials: 'include'});
+    const page = await r.text();
+    const m = page.match(/name="csrf" value="([^"]+)"/);
+    if (m) {
+      const f = new URLSearchParams({csrf: m[1]});
+      const p = await fetch('/memory/%s/forget', {method: 'POST', body: f, credentials: 'include'});
+      out.forget_status = p.status;
+    }
+  } catch (e) { out.forget_error = String(e); }
+  return out;
+}
+"""
+
+
+@pytest.mark.skipif(not CHROMIUM, reason="no chromium on this machine")
+def test_in_chromium_rebinding_and_login_csrf_pages_are_refused(world, tally):
+    from playwright.sync_api import sync_playwright
+
+    store, fid = world
+    t = tally("memory browser in Chromium: rebinding page, login CSRF page")
+    before = dump(store)
+
+    def attacker(ui_port: int) -> Starlette:
+        form = f"""<form id=f method=post action="http://127.0.0.1:{ui_port}/login">
+            <input name=token value="tok-eve-0001"></form>
+            <script>document.getElementById('f').submit()</script>"""
+        return Starlette(routes=[Route("/", lambda r: HTMLResponse(form))])
+
+    with (
+        serving(create_ui_app(store, caller=ADA)) as anon_port,
+        serving(create_ui_app(store, callers=CALLERS)) as ui_port,
+        serving(attacker(ui_port)) as evil_port,
+        sync_playwright() as p,
+    ):
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-background-networking",
+                # evil.test resolves to this machine: what a rebinding DNS server does
+                "--host-resolver-rules=MAP evil.test 127.0.0.1",
+            ],
+        )
+        # 1. a page of evil.test, now resolving to 127.0.0.1, reads and forgets
+        page = browser.new_page()
+        t.case()
+        response = page.goto(f"http://evil.test:{anon_port}/")
+        out = page.evaluate(READ_AND_FORGET % (fid, fid))
+        if response.status != 421 or "X1234567" in str(out) or out.get("forget_status") == 303:
+            t.violation(f"rebinding page: {response.status} {out}")
+        # 2. a page of another site signs the browser in as eve
+        context = browser.new_context()
+        victim = context.new_page()
+        t.case()
+        victim.goto(f"http://evil.test:{evil_port}/")
+        victim.wait_for_load_state("networkidle")
+        landing = victim.goto(f"http://127.0.0.1:{ui_port}/")
+        signed_in_as_eve = "eve" in victim.inner_text("header")
+        if signed_in_as_eve or landing.status != 401:
+            t.violation(f"login CSRF: the browser is signed in ({landing.status})")
+        # 3. the user's own sign-in still works in the same browser
+        t.case()
+        victim.fill("input[name=token]", "tok-ada-0001")
+        victim.click("button:has-text('Sign in')")
+        victim.wait_for_selector("text=Passport number X1234567")
+        browser.close()
+    if dump(store) != before:
+        t.violation("the store changed")
