@@ -40,6 +40,7 @@ __all__ = [
     "MemoryToolError",
     "MemoryToolNotFoundError",
     "MissingIdentifierError",
+    "PermissionDeniedError",
     "ProviderError",
     "RateLimitedError",
     "StoreError",
@@ -255,6 +256,13 @@ class CompartmentFullError(MemoryToolError):
     """A save would take a compartment over its size limit."""
 
     code = "COMPARTMENT_FULL"
+
+
+class PermissionDeniedError(TenantAccessError):
+    """The caller may not use this operation: a read-only caller asked to
+    change memories."""
+
+    code = "PERMISSION_DENIED"
 
 
 class AuthenticationError(TenantAccessError):

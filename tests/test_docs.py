@@ -38,6 +38,7 @@ NO_EXAMPLE_NEEDED = {
     "langmem_ext.bench.store_speed",
     "langmem_ext.surfaces.cli",  # its commands are run by test_cli_* below
     "langmem_ext.surfaces.cli_memories",  # run by tests/surfaces/test_cli_memories.py
+    "langmem_ext.surfaces.cli_store",  # run by tests/surfaces/test_cli_memories.py
     "langmem_ext.surfaces.eval_cli",  # a command: its --help shows how to run it
     "langmem_ext.testing",
     "langmem_ext.testing.postgres",  # starts a server
@@ -51,7 +52,7 @@ NO_EXAMPLE_NEEDED = {
 
 
 def _ours(module, name: str, test_name: str) -> bool:
-    if test_name == name:
+    if test_name == name or test_name.startswith(f"{name}.__test__."):
         return True
     # Objects defined here, or re-homed here with __module__ (MemoryTool lives in
     # _tooling but says langmem_ext.surfaces.tools); not names imported from

@@ -39,7 +39,7 @@ from langgraph.store.base import GetOp, PutOp
 from ..errors import InvalidOperationError, InvalidValueError, MemoryNotFoundError
 from . import policy
 from ._core import paged, search_ops
-from .checks import check_json, check_text, shown
+from .checks import check_json, shown
 from .env import (
     Env,
     Layer,
@@ -97,7 +97,7 @@ def change(env: Env, old: MemoryRecord, new: MemoryRecord, action: str, reason: 
 
 
 def add_note(
-    env: Env, content: str, layer: str | None, scope: str, tags: Any, metadata: Any
+    env: Env, content: Any, layer: str | None, scope: str, tags: Any, metadata: Any
 ) -> Operation[Note]:
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidValueError(f"metadata must be a dict, got {type(metadata).__name__}")
@@ -111,7 +111,6 @@ def add_note(
 def store_episode(
     env: Env,
     content: str,
-    butler: str,
     session_id: str | None,
     importance: float | None,
     layer: str | None,
@@ -119,13 +118,11 @@ def store_episode(
     tags: Any,
 ) -> Operation[Episode]:
     imp = policy.EPISODE_IMPORTANCE if importance is None else importance
-    check_text("butler", butler)
     if session_id is not None and not isinstance(session_id, str):
         raise InvalidValueError(f"session_id must be a string, got {shown(session_id)}")
     ep = Episode(
         **add_fields(env, content, layer, scope, tags),
         importance=check_range("importance", imp, policy.IMPORTANCE_RANGE),
-        butler=str(butler),
         session_id=session_id or env.ctx.session_id,
         expires_at=ts(env.now + env.config.episode_ttl),
     )

@@ -230,7 +230,6 @@ class Episode(MemoryRecord):
 
     type: ClassVar[str] = "episode"
 
-    butler: str = ""
     session_id: str | None = None
     expires_at: str = ""
     status: str = "active"

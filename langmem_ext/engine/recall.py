@@ -26,10 +26,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph.store.base import GetOp, Item, PutOp
+from langgraph.store.base import GetOp, Item, PutOp, SearchOp
 
 from ..errors import InvalidValueError
-from ..stores import SEARCH_MODES
+from ..stores import SEARCH_MODES, HybridSearchOp
 from . import policy
 from ._core import matches, paged, search_ops
 from .checks import check_int, check_text, shown
@@ -58,7 +58,8 @@ from .scoring import (
     text_similarity,
 )
 
-SEARCH_TYPES = ("episode", "fact", "rule")
+#: What search and recall read by default: every kind of memory.
+SEARCH_TYPES = tuple(RECORD_TYPES)
 
 
 @dataclass
@@ -272,7 +273,7 @@ def search(
     hits: list[Hit] = []
     for rec, score in _collect(env, results, owners, types, scopes):
         conf = effective_confidence(rec, env)
-        if not _tags_ok(rec, tags):
+        if not _tags_ok(rec, tags) or _unmatched(env, score, mode):
             continue
         if min_confidence is not None and conf is not None and conf < min_confidence:
             continue
@@ -283,30 +284,43 @@ def search(
     return hits[:limit]
 
 
+def _unmatched(env: Env, score: float | None, mode: str | None) -> bool:
+    """A result of a keyword search that contains none of the words (keyword
+    mode, or hybrid on a store without an embedder): no answer to the query.
+    Stores that cannot rank at all (LangGraph's without an index) score
+    nothing and keep their order; so does an unspecified mode."""
+    keyword = mode == "keyword" or (mode == "hybrid" and not env.caps.embeds)
+    return score is None and keyword and env.caps.modes
+
+
 def recall(
     env: Env,
-    topic: str,
+    query: str,
     *,
     scope: str | None,
     limit: int,
     layers: Sequence[str] | None,
+    types: Sequence[str] | None = None,
     bump_refs: bool = True,
 ) -> Operation[list[Hit]]:
-    """Recall: facts and rules by composite score; bumps references
+    """Recall: memories by composite score (relevance, importance, recency,
+    confidence; notes and episodes count as sure); bumps references
     (``bump_refs=False``: the caller bumps the ones it uses, counts already read)."""
-    check_text("topic", topic)
+    check_text("query", query)
     _check_limit(limit)
+    kinds = check_types(types, SEARCH_TYPES)
     read = env.layers(layers)
     mode = env.config.recall_mode if env.caps.embeds and env.caps.modes else None
-    types = ("fact", "rule")
-    ops, owners = _layered_ops(env, types, read, _scopes(scope), None, topic, limit * 3, mode)
+    scopes = _scopes(scope)
+    ops, owners = _layered_ops(env, kinds, read, scopes, None, query, limit * 3, mode)
     results = yield Batch(ops)
-    found = _collect(env, results, owners, types)
+    found = _collect(env, results, owners, kinds, scopes)
     yield from read_refs(env, [r for r, _ in found])
     w = env.config.weights
     hits: list[Hit] = []
     for rec, score in found:
-        conf = effective_confidence(rec, env) or 0.0
+        known = effective_confidence(rec, env)
+        conf = 1.0 if known is None else known
         touched = max(
             rec.updated_at, rec.last_referenced_at or "", getattr(rec, "last_confirmed_at", "")
         )
@@ -318,7 +332,7 @@ def recall(
             confidence=conf,
             weights=w,
         )
-        hits.append(Hit(rec.type, rec.id, rec.text, s, conf, rec.layer, rec))
+        hits.append(Hit(rec.type, rec.id, rec.text, s, known, rec.layer, rec))
     hits.sort(key=lambda h: (h.record.created_at, h.id), reverse=True)
     hits.sort(key=lambda h: -h.score)
     hits = hits[:limit]
@@ -385,6 +399,62 @@ def search_layers(
     out = [h for h, _ in kept][:limit]
     env.observe_results("search_layers", [la.name for la in read], out)
     return out
+
+
+def versions(env: Env, id: str) -> Operation[list[Fact]]:
+    """Every version of a fact, oldest first: the facts that held its
+    (subject, predicate) slot, current and archived. Edits, newer facts of the
+    same slot and corrections by reflection all keep the slot, so this is the
+    whole chain of corrections."""
+    record = yield from require(env, "fact", id)
+    assert isinstance(record, Fact)
+    layer = env.layer_of(record)
+    found: dict[str, Fact] = {}
+    for ns, live in ((layer.ns, True), (env.meta(layer, "archive"), False)):
+        items = yield from paged(env.caps, ns, {"slot": record.slot})
+        for item in items:
+            if tuple(item.namespace) != ns:
+                continue
+            rec = env.record(item, layer, live)
+            if isinstance(rec, Fact) and rec.slot == record.slot:
+                found.setdefault(rec.id, rec)
+    found.setdefault(record.id, record)
+    return sorted(found.values(), key=lambda f: (f.created_at, f.id))
+
+
+def search_items(
+    env: Env,
+    query: str | None,
+    filter: dict[str, Any] | None,
+    limit: int,
+    offset: int,
+    mode: str | None,
+) -> Operation[list[Any]]:
+    """The caller's own items as ``store.search`` returns them (LangGraph's
+    ``SearchItem``), ranked by the store. Reads the caller's space by prefix and
+    keeps what the caller owns (:meth:`MemoryContext.owns`): for a caller
+    without a user, pages are read until ``offset + limit`` owned items are
+    found, so paging stays exact."""
+    _check_query(query)
+    filter = check_filter(filter)
+    space = env.layer("user").ns
+
+    def page(at: int, size: int) -> Any:
+        if env.caps.modes:
+            return HybridSearchOp(space, filter, size, at, query, True, mode)  # type: ignore[arg-type]
+        return SearchOp(space, filter, size, at, query, True)
+
+    if env.ctx.user_id is not None:
+        [items] = yield Batch([page(offset, limit)])
+        return [i for i in items if env.ctx.owns(space, i.namespace)]
+    kept: list[Any] = []
+    at, size = 0, max(50, 2 * (offset + limit))
+    while True:
+        [items] = yield Batch([page(at, size)])
+        kept += [i for i in items if env.ctx.owns(space, i.namespace)]
+        if len(kept) >= offset + limit or len(items) < size:
+            return kept[offset : offset + limit]
+        at += size
 
 
 def _neg(text: str) -> tuple[int, ...]:

@@ -69,10 +69,21 @@ from .checks import check_config, shown
 from .layout import DEFAULT_TENANT
 from .namespaces import IDENTITY_KEYS, NamespaceTemplate, resolve_identity
 
-__all__ = ["ADMIN_PERMISSION", "ELEVATE_PERMISSION", "MemoryContext", "fill_space"]
+__all__ = [
+    "ADMIN_PERMISSION",
+    "ELEVATE_PERMISSION",
+    "READ_PERMISSION",
+    "WRITE_PERMISSION",
+    "MemoryContext",
+    "fill_space",
+    "read_only",
+]
 
 ADMIN_PERMISSION = "memory:admin"
 ELEVATE_PERMISSION = "memory:elevate"
+#: A caller granted ``memory:read`` without ``memory:write`` may only read.
+READ_PERMISSION = "memory:read"
+WRITE_PERMISSION = "memory:write"
 _ID_KEYS = ("user_id", "agent_id", "session_id", "project_id", "team_id", "org_id")
 _SHARED_KEYS = ("agent_id", "project_id", "team_id", "org_id")
 #: Names under which a config may carry the user id (LangMem's default
@@ -102,6 +113,8 @@ class MemoryContext:
         space: the namespace of the caller's own memories, without the tenant
             prefix (a filled namespace template); None uses the identity rule
             over ``org_id``, ``user_id`` and ``agent_id`` (``("user", "ada")``).
+        read_only: the caller may read but not write (``memory:read``
+            without ``memory:write``); writing operations are refused.
 
     Examples:
         >>> MemoryContext("acme", user_id="ada").actor
@@ -121,6 +134,7 @@ class MemoryContext:
     team_id: str | None = None
     org_id: str | None = None
     space: tuple[str, ...] | None = None
+    read_only: bool = False
 
     def __post_init__(self) -> None:
         if not self.tenant_id or not isinstance(self.tenant_id, str):
@@ -131,7 +145,7 @@ class MemoryContext:
             )
         for key in _ID_KEYS:
             object.__setattr__(self, key, _id_text(key, getattr(self, key), InvalidValueError))
-        for flag in ("is_admin", "elevated"):
+        for flag in ("is_admin", "elevated", "read_only"):
             if not isinstance(getattr(self, flag), bool):
                 raise InvalidValueError(
                     f"{flag} must be True or False, got {shown(getattr(self, flag))}"
@@ -260,6 +274,25 @@ class MemoryContext:
             )
         return requested
 
+    def owns(self, space: tuple[str, ...], namespace: tuple[str, ...]) -> bool:
+        """Whether an item found under the caller's own ``space`` (by a prefix
+        search) is the caller's: one of the space itself, or — for a caller with
+        a user — one below it (the user's own agents). A caller without a user
+        (an org, an agent) owns its space only: the spaces below an org's are
+        its users'. Every surface that reads a space by prefix asks this.
+
+        Examples:
+            >>> org = MemoryContext(org_id="acme")
+            >>> org.owns(("org", "acme"), ("org", "acme", "user", "ada"))
+            False
+            >>> MemoryContext(user_id="ada").owns(("user", "ada"), ("user", "ada", "alpha"))
+            True
+        """
+        space, namespace = tuple(space), tuple(namespace)
+        if namespace == space:
+            return True
+        return self.user_id is not None and namespace[: len(space)] == space
+
     def with_ids(self, **ids: str | None) -> MemoryContext:
         """A copy with other layer identifiers (the tenant cannot change here).
         A space derived from the identity rule follows the new ids."""
@@ -358,8 +391,17 @@ def _authenticated_context(
         actor=identity,
         is_admin=admin,
         elevated=elevated,
+        read_only=read_only(perms),
         **ids,
     )
+
+
+def read_only(permissions: Any) -> bool:
+    """Whether permissions grant reading only: ``memory:read`` without
+    ``memory:write`` (or admin). No memory permission at all is full access, as
+    for apps that do not use permissions."""
+    perms = set(permissions or ())
+    return READ_PERMISSION in perms and not perms & {WRITE_PERMISSION, ADMIN_PERMISSION}
 
 
 def _check_acts_for(given: MemoryContext, auth: MemoryContext) -> None:

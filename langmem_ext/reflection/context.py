@@ -45,13 +45,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from ..engine import MemoryContext, MemoryEngine
 from ..engine import recall as rc
+from ..engine.catalogue import Caller, operation
 from ..engine.checks import check_int, check_number, check_text, shown
 from ..engine.env import Env
 from ..engine.models import Fact, Rule, content_text
+from ..engine.params import ScopeFilter, Tenant
 from ..engine.profile import CONTEXT_KEYS, HISTORY_KEYS, Profile
 from ..engine.requests import Operation, run_async, run_sync
 from ..engine.scoring import best_first, composite, recency_factor, relevance
@@ -63,6 +67,7 @@ __all__ = [
     "DEFAULT_PROFILE_TOKENS",
     "DEFAULT_QUOTAS",
     "amemory_context",
+    "context",
     "context_steps",
     "format_profile",
     "memory_context",
@@ -297,8 +302,8 @@ def _episode_score(env: Env, hit: rc.Hit) -> float:
 
 def context_steps(
     env: Env,
-    trigger_prompt: str,
-    butler: str,
+    query: str,
+    scope: str | None,
     token_budget: int,
     quotas: Mapping[str, float] | None,
     tokenizer: str | TokenCounter | None,
@@ -306,24 +311,24 @@ def context_steps(
 ) -> Operation[str]:
     """The ``memory_context`` block (see the module docstring)."""
     count = token_counter(tokenizer)
-    check_text("trigger_prompt", trigger_prompt)
-    check_text("butler", butler)
+    check_text("query", query)
+    check_text("scope", scope, optional=True)
     check_int("token_budget", token_budget, 1, MAX_TOKENS)
     q = check_quotas(quotas)
     recalled = yield from rc.recall(
-        env, trigger_prompt, scope=butler, limit=limit, layers=None, bump_refs=False
+        env, query, scope=scope, limit=limit, layers=None, types=("fact", "rule"), bump_refs=False
     )
     episodes = yield from rc.search(
         env,
-        trigger_prompt,
+        query,
         types=["episode"],
-        scope=None,
+        scope=scope,
         mode=None,
         limit=limit,
         min_confidence=None,
         layers=None,
         tags=None,
-        filter={"butler": butler},
+        filter=None,
     )
     entries = [
         _Entry(
@@ -350,23 +355,40 @@ def context_steps(
     return _render(chosen)
 
 
-# -- runners ---------------------------------------------------------------------------
+Budget = Annotated[
+    int,
+    Field(ge=1, le=MAX_TOKENS, strict=True, description="Most tokens the block may take (3000)."),
+]
+
+
+@operation(access="read", tool="memory_context")
+def context(
+    c: Caller,
+    query: Annotated[str, Field(pattern=r"\S", description="The request to prepare memory for.")],
+    scope: ScopeFilter = None,
+    token_budget: Budget = DEFAULT_CONTEXT_BUDGET,
+    *,
+    tenant: Tenant = None,
+) -> Operation[str]:
+    """The memory block to put into a system prompt for a request: the facts,
+    rules and recent episodes most useful for it, within a token budget."""
+    return context_steps(c.env(tenant), query, scope, token_budget, None, None)
 
 
 def memory_context(
     engine: MemoryEngine,
     ctx: MemoryContext | Mapping[str, Any],
-    trigger_prompt: str,
-    butler: str,
+    query: str,
+    scope: str | None = None,
     token_budget: int = DEFAULT_CONTEXT_BUDGET,
     *,
     quotas: Mapping[str, float] | None = None,
     tokenizer: str | TokenCounter | None = None,
     tenant: str | None = None,
 ) -> str:
-    """``memory_context``: the memory block for ``trigger_prompt``,
-    scoped to ``butler`` (scopes ``global`` and ``butler``), within
-    ``token_budget`` tokens (see the module docstring).
+    """``memory_context``: the memory block for ``query``, of the memories of
+    ``scope`` and ``global`` (all scopes when None), within ``token_budget``
+    tokens (see the module docstring).
 
     Examples:
         >>> from langmem_ext import SQLiteStore
@@ -379,15 +401,15 @@ def memory_context(
     _check_engine(engine)
     with engine.metrics.measure("context"):
         env = engine.env(ctx, tenant)
-        step = context_steps(env, trigger_prompt, butler, token_budget, quotas, tokenizer)
+        step = context_steps(env, query, scope, token_budget, quotas, tokenizer)
         return run_sync(step, engine.store, engine.config)
 
 
 async def amemory_context(
     engine: MemoryEngine,
     ctx: MemoryContext | Mapping[str, Any],
-    trigger_prompt: str,
-    butler: str,
+    query: str,
+    scope: str | None = None,
     token_budget: int = DEFAULT_CONTEXT_BUDGET,
     *,
     quotas: Mapping[str, float] | None = None,
@@ -398,7 +420,7 @@ async def amemory_context(
     _check_engine(engine)
     with engine.metrics.measure("context"):
         env = engine.env(ctx, tenant)
-        step = context_steps(env, trigger_prompt, butler, token_budget, quotas, tokenizer)
+        step = context_steps(env, query, scope, token_budget, quotas, tokenizer)
         return await run_async(step, engine.store, engine.config)
 
 

@@ -77,7 +77,8 @@ class MemoryPrompt:
         kind: ``"profile"`` (the profile block) or ``"context"``
             (``memory_context`` for the last user message).
         max_tokens: the block's budget (default 2000 for profile, 3000 for context).
-        butler: the scope of ``kind="context"``.
+        scope: with ``kind="context"``, the memories of this scope and
+            ``global`` only (None: every scope).
         quotas: section quotas of ``kind="context"``.
         tokenizer: encoding name or ``str -> int`` (default cl100k_base).
         default_tenant: tenant of runs without LangGraph auth (default: the
@@ -93,7 +94,7 @@ class MemoryPrompt:
         *,
         kind: Literal["profile", "context"] = "profile",
         max_tokens: int | None = None,
-        butler: str = "general",
+        scope: str | None = None,
         quotas: Mapping[str, float] | None = None,
         tokenizer: str | TokenCounter | None = None,
         default_tenant: str | None = None,
@@ -109,12 +110,12 @@ class MemoryPrompt:
         default = cx.DEFAULT_PROFILE_TOKENS if kind == "profile" else cx.DEFAULT_CONTEXT_BUDGET
         self.max_tokens = default if max_tokens is None else max_tokens
         check_int("max_tokens", self.max_tokens, 1, cx.MAX_TOKENS, ConfigurationError)
-        check_text("butler", butler, error=ConfigurationError)
+        check_text("scope", scope, optional=True, error=ConfigurationError)
         check_text("default_tenant", default_tenant, optional=True, error=ConfigurationError)
         if title is not None and not isinstance(title, str):
             raise ConfigurationError(f"title must be text or None, got {shown(title)}")
         NamespaceTemplate(namespace)
-        self.butler = butler
+        self.scope = scope
         self.quotas = cx.check_quotas(quotas)
         self.tokenizer = tokenizer
         self.count = token_counter(tokenizer)
@@ -155,7 +156,7 @@ class MemoryPrompt:
         if not query:
             return None
         text = yield from cx.context_steps(
-            env, query, self.butler, self._budget(), self.quotas, self.count
+            env, query, self.scope, self._budget(), self.quotas, self.count
         )
         return text
 

@@ -14,7 +14,8 @@ each token to the caller it authenticates::
 Each caller has a ``tenant_id`` (default: the single-tenant default), a
 ``user_id``, optional shared-layer ids (``agent_id``, ``project_id``,
 ``team_id``, ``org_id``) and ``permissions`` (``memory:admin``,
-``memory:elevate``), exactly as a LangGraph auth handler would return them.
+``memory:elevate``; ``memory:read`` without ``memory:write`` for a caller who
+may only read), exactly as a LangGraph auth handler would return them.
 Tokens are compared in constant time; an unknown or missing token is refused.
 
 Examples:
@@ -39,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine import MemoryContext
-from ..engine.tenancy import ADMIN_PERMISSION, ELEVATE_PERMISSION
+from ..engine.tenancy import ADMIN_PERMISSION, ELEVATE_PERMISSION, read_only
 from ..errors import AuthenticationError, ConfigurationError
 
 __all__ = ["ENV_VAR", "Callers"]
@@ -136,5 +137,6 @@ def _context(token: str, caller: Any) -> MemoryContext:
     return MemoryContext(
         is_admin=ADMIN_PERMISSION in perms,
         elevated=ELEVATE_PERMISSION in perms,
+        read_only=read_only(perms),
         **kwargs,
     )

@@ -154,8 +154,10 @@ def mcp(
 
 
 from .cli_memories import app as memories_app  # noqa: E402 - registered after the commands
+from .cli_store import app as store_app  # noqa: E402
 
 app.add_typer(memories_app, name="memories")
+app.add_typer(store_app, name="store")
 
 bench_app = typer.Typer(help="Benchmarks you can rerun on your machine.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")

@@ -31,8 +31,7 @@ Examples:
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -40,10 +39,12 @@ from langchain_core.tools import BaseTool
 from langgraph.store.base import BaseStore
 
 from ..engine import MemoryContext, MemoryEngine
-from ..errors import AuthenticationError, ConfigurationError
+from ..engine.catalogue import Spec, strip_titles
+from ..errors import AuthenticationError, ConfigurationError, InvalidValueError, LangmemError
 from ._http import LOOPBACK, allowed_origins, check_host_names
+from ._tooling import model_text
 from .callers import Callers
-from .memory_tools import create_memory_tools
+from .memory_tools import TOOL_SET, tool_answer
 from .tools import create_manage_memory_tool, create_search_memory_tool
 
 __all__ = ["MemoryMCPServer", "create_mcp_server"]
@@ -107,6 +108,13 @@ def create_mcp_server(
 ) -> MemoryMCPServer:
     """An MCP server for the memory tools over ``store``.
 
+    The tools are the agent tool set (:mod:`.memory_tools`, derived from the
+    operation catalogue) plus the LangMem-style ``manage_memory`` and
+    ``search_memory``. Each caller is offered what it may use: ``tenant_id``
+    only to admins, no writing tools to read-only callers. A failed call is
+    an MCP result with ``isError: true`` and ``"<CODE>: <message>"``, and one
+    line in the server's log.
+
     Args:
         store: any ``BaseStore`` (``SQLiteStore``, ``PostgresStore``…).
         callers: bearer tokens → callers, for HTTP (every request authenticated).
@@ -126,7 +134,6 @@ def create_mcp_server(
     """
     from mcp.server.auth.provider import AccessToken
     from mcp.server.auth.settings import AuthSettings
-    from mcp.server.mcpserver import MCPServer
     from pydantic import AnyHttpUrl
 
     if callers is None and caller is None:
@@ -154,11 +161,6 @@ def create_mcp_server(
             resource_server_url=AnyHttpUrl(f"{url}/mcp"),
             validate_token_resource=False,
         )
-    server = MCPServer(
-        "langmem-ext",
-        instructions="Long-term memory: store, search and recall facts, episodes and rules.",
-        **kwargs,
-    )
 
     def who() -> MemoryContext:
         from mcp.server.auth.middleware.auth_context import get_access_token
@@ -171,46 +173,103 @@ def create_mcp_server(
         raise AuthenticationError("missing bearer token; send 'Authorization: Bearer <token>'")
 
     engine = MemoryEngine(store, namespace=namespace)
-    tools: list[BaseTool] = [
-        *create_memory_tools(engine),
-        create_manage_memory_tool(namespace, store=store),
-        create_search_memory_tool(namespace, store=store),
+    tools: list[_CatalogueTool | _LangMemTool] = [
+        *(_CatalogueTool(engine, spec) for spec in TOOL_SET),
+        _LangMemTool(create_manage_memory_tool(namespace, store=store), writes=True),
+        _LangMemTool(create_search_memory_tool(namespace, store=store), writes=False),
     ]
-    for tool in tools:
-        server.add_tool(_mcp_function(tool, who), name=tool.name, description=tool.description)
+    server = _server_class()(
+        "langmem-ext",
+        tools,
+        who,
+        instructions="Long-term memory: store, search and recall facts, episodes, rules and "
+        "notes about the user.",
+        **kwargs,
+    )
     hosts = check_host_names(allowed_hosts)
     if any(h.startswith("*.") for h in hosts):
         raise ConfigurationError("the MCP server takes exact host names in allowed_hosts")
     return MemoryMCPServer(server, [t.name for t in tools], url, state, hosts)
 
 
-def _mcp_function(tool: BaseTool, who: Callable[[], MemoryContext]) -> Callable[..., Any]:
-    """An async function with the LangChain tool's arguments (the MCP SDK builds
-    the input schema from the signature) that runs the tool as the caller."""
-    schema: Any = tool.args_schema
-    params = []
-    annotations: dict[str, Any] = {}
-    for name, field in schema.model_fields.items():
-        if name == "config":
-            continue
-        default = inspect.Parameter.empty if field.is_required() else field.default
-        params.append(
-            inspect.Parameter(
-                name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=field.annotation
-            )
-        )
-        annotations[name] = field.annotation
+class _CatalogueTool:
+    """A catalogue operation as an MCP tool."""
 
-    async def call(**kwargs: Any) -> str:
-        config: RunnableConfig = {"configurable": {"memory_context": who()}}
-        args = {k: v for k, v in kwargs.items() if v is not None or k in _KEEP_NONE}
-        out = await tool.ainvoke(args, config)
+    def __init__(self, engine: MemoryEngine, spec: Spec[Any, Any]) -> None:
+        self.engine, self.spec, self.name = engine, spec, str(spec.tool)
+        self.writes = spec.access == "write"
+
+    def describe(self, ctx: MemoryContext) -> tuple[str, dict[str, Any]]:
+        return self.spec.summary, self.spec.schema(admin=ctx.is_admin)
+
+    async def run(self, ctx: MemoryContext, args: dict[str, Any]) -> str:
+        spec, engine = self.spec, self.engine
+        config: RunnableConfig = {"configurable": {"memory_context": ctx}}
+        result = await engine.arun(spec.start(engine, config, args), spec.name)
+        return tool_answer(spec, result, engine)
+
+
+class _LangMemTool:
+    """A LangMem-style tool (its own schema and answers) as an MCP tool."""
+
+    def __init__(self, tool: BaseTool, *, writes: bool) -> None:
+        self.tool, self.name, self.writes = tool, tool.name, writes
+
+    def describe(self, ctx: MemoryContext) -> tuple[str, dict[str, Any]]:
+        schema = self.tool.tool_call_schema.model_json_schema()  # type: ignore[union-attr]
+        return self.tool.description, strip_titles(schema)
+
+    async def run(self, ctx: MemoryContext, args: dict[str, Any]) -> str:
+        config: RunnableConfig = {"configurable": {"memory_context": ctx}}
+        out = await self.tool.ainvoke(args, config)
         return out if isinstance(out, str) else str(out)
 
-    call.__name__ = tool.name
-    call.__signature__ = inspect.Signature(params, return_annotation=str)  # type: ignore[attr-defined]
-    call.__annotations__ = {**annotations, "return": str}
-    return call
 
+def _server_class() -> type:
+    """The SDK's server, serving our tools: listed per caller, run as the caller."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp_types import CallToolResult, TextContent, ToolAnnotations
+    from mcp_types import Tool as MCPTool
 
-_KEEP_NONE: frozenset[str] = frozenset()
+    class MemoryServer(MCPServer):
+        def __init__(self, name: str, tools: list[Any], who: Any, **kwargs: Any) -> None:
+            super().__init__(name, **kwargs)
+            self._memory_tools = {t.name: t for t in tools}
+            self._who = who
+
+        def _offered(self, ctx: MemoryContext) -> list[Any]:
+            return [t for t in self._memory_tools.values() if not (t.writes and ctx.read_only)]
+
+        async def list_tools(self) -> list[Any]:
+            ctx = self._who()
+            out = []
+            for tool in self._offered(ctx):
+                description, schema = tool.describe(ctx)
+                hints = ToolAnnotations(read_only_hint=not tool.writes, open_world_hint=False)
+                out.append(
+                    MCPTool(
+                        name=tool.name,
+                        description=description,
+                        input_schema=schema,
+                        annotations=hints,
+                    )
+                )
+            return out
+
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            try:
+                ctx = self._who()
+                tool = {t.name: t for t in self._offered(ctx)}.get(name)
+                if tool is None:
+                    raise InvalidValueError(
+                        f"unknown tool {name!r}; list the tools to see those you may use"
+                    )
+                text = await tool.run(ctx, dict(arguments or {}))
+            except LangmemError as e:
+                # Reported to the client as an error result with the code and
+                # message, and logged by the SDK on one line (no traceback).
+                raise ToolError(model_text(e, name)) from None
+            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=False)
+
+    return MemoryServer

@@ -4,19 +4,23 @@
 A caller signs in with a bearer token from the callers file (see
 :mod:`langmem_ext.surfaces.callers`); the page then shows only that caller's
 memories — the tenant and user come from the token, never from the URL or a
-form, and every read and write goes through the memory engine with the caller's
-context, so another user's memory id is simply not found. Pages:
+form. Every page runs operations of the catalogue
+(:mod:`langmem_ext.engine.operations`) as that caller, so it reads and changes
+exactly what the agent tools, MCP and the command line do, with the same
+checks and the same errors (shown on the page, with their code):
 
-* ``/`` — the caller's memories, newest first, by type, with stats;
+* ``/`` — the caller's memories, newest first, by type, with counts by type;
 * ``/search?q=...&mode=hybrid`` — search with scores (hybrid, vector, keyword);
-* ``/memory/{id}`` — one memory: its fields, a fact's supersession chain
-  (what it replaced, what replaced it), a rule's maturity, an episode's expiry,
-  and the audit history; forms to edit it (a fact's new content supersedes it)
-  and to forget it;
+* ``/new/fact`` (``rule``, ``episode``) — a form made from the operation's
+  parameters;
+* ``/memory/{id}`` — one memory: its fields, every version of a fact (what it
+  replaced, what replaced it), its audit history; a form that changes only the
+  fields you change (and refuses an edit of a memory changed since the page was
+  opened), and forgetting, after a confirmation that says what it does;
 * ``/export`` — the caller's memories as JSON Lines.
 
-Forms carry a per-session token against cross-site requests, and a form with
-bad values is shown again with the error; nothing is stored then.
+Forms carry a per-session token, and the app answers only its own host names
+and same-site forms (:mod:`._http`).
 
 Examples:
     >>> from starlette.testclient import TestClient
@@ -30,9 +34,8 @@ Examples:
 from __future__ import annotations
 
 import hmac
-import io
 import secrets
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,17 +50,19 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
-from ..engine import Fact, MemoryContext, MemoryEngine, policy
-from ..errors import AuthenticationError, LangmemError
-from ..stores.transfer import export_jsonl
+from ..engine import MemoryContext, MemoryEngine
+from ..engine.catalogue import error_text
+from ..engine.operations import OPERATIONS
+from ..errors import AuthenticationError, LangmemError, MemoryNotFoundError, TenantAccessError
 from ._http import LOOPBACK, SameSiteOnly, check_host_names
+from ._ui_forms import changed_fields, export_own, forget_effect, form_fields, form_values
 from .callers import Callers
 
 __all__ = ["create_ui_app"]
 
 _COOKIE = "lmx_session"
-_MODES = ("hybrid", "vector", "keyword")
 _TYPES = ("fact", "rule", "episode", "note")
+_NEW = {"fact": "store_fact", "rule": "store_rule", "episode": "store_episode"}
 _TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates" / "ui"))
 
 
@@ -83,6 +88,14 @@ class _Sessions:
 
     def close(self, sid: str | None) -> None:
         self._by_id.pop(sid or "", None)
+
+
+def _status(e: LangmemError) -> int:
+    if isinstance(e, MemoryNotFoundError):
+        return 404
+    if isinstance(e, TenantAccessError):
+        return 403
+    return 503 if e.retryable else 400
 
 
 def create_ui_app(
@@ -117,35 +130,44 @@ def create_ui_app(
     engine = MemoryEngine(store)
     sessions = _Sessions()
 
-    def session_of(request: Request) -> _Session | None:
-        found = sessions.get(request.cookies.get(_COOKIE))
-        return found
+    async def act(name: str, who: MemoryContext, **args: Any) -> Any:
+        """Run a catalogue operation as the signed-in caller."""
+        spec = OPERATIONS[name]
+        return await engine.arun(spec.start(engine, who, args), spec.name)
 
     def page(request: Request, name: str, status: int = 200, **context: Any) -> Response:
-        s = session_of(request)
+        s = sessions.get(request.cookies.get(_COOKIE))
         context.update(request=request, who=s.caller if s else None, csrf=s.csrf if s else "")
         return _TEMPLATES.TemplateResponse(request, name, context, status_code=status)
 
-    def signed_in(handler: Any) -> Any:
+    def failed(request: Request, e: LangmemError) -> Response:
+        return page(request, "error.html", status=_status(e), code=e.code, message=str(e))
+
+    Handler = Callable[..., Awaitable[Response]]
+
+    def signed_in(handler: Handler) -> Handler:
         async def wrapped(request: Request) -> Response:
-            s = session_of(request)
+            s = sessions.get(request.cookies.get(_COOKIE))
             if s is None and caller is not None:
                 # One local user: a session is opened on the first visit so
-                # forms still carry a token against cross-site requests.
-                sid = sessions.open(caller)
-                # A relative redirect: never built from the request's Host header.
+                # forms still carry a token against cross-site requests. The
+                # redirect is relative: never built from the request's Host.
                 back = request.url.path + (f"?{request.url.query}" if request.url.query else "")
                 response = RedirectResponse(back, status_code=303)
-                _set_cookie(response, sid)
+                _set_cookie(response, sessions.open(caller))
                 return response
             if s is None:
                 return page(request, "login.html", status=401, error=None)
-            if request.method == "POST":
-                form = await request.form()
-                if not hmac.compare_digest(str(form.get("csrf", "")), s.csrf):
-                    return page(request, "error.html", status=403, message="expired form; reload")
-                return await handler(request, s.caller, form)
-            return await handler(request, s.caller)
+            try:
+                if request.method == "POST":
+                    form = await request.form()
+                    if not hmac.compare_digest(str(form.get("csrf", "")), s.csrf):
+                        message = "this form has expired; reload the page and send it again"
+                        return page(request, "error.html", status=403, code=None, message=message)
+                    return await handler(request, s.caller, form)
+                return await handler(request, s.caller)
+            except LangmemError as e:
+                return failed(request, e)
 
         return wrapped
 
@@ -172,16 +194,9 @@ def create_ui_app(
     @signed_in
     async def memories(request: Request, who: MemoryContext) -> Response:
         kind = request.query_params.get("type") or None
-        if kind is not None and kind not in _TYPES:
-            return page(request, "error.html", status=400, message=f"unknown type {kind!r}")
         cursor = request.query_params.get("cursor") or None
-        try:
-            listing = await engine.alist(
-                who, types=[kind] if kind else None, limit=50, cursor=cursor
-            )
-        except LangmemError as e:
-            return page(request, "error.html", status=400, message=str(e))
-        stats = await engine.astats(who)
+        listing = await act("list", who, types=[kind] if kind else None, limit=50, cursor=cursor)
+        stats = await act("stats", who)
         return page(request, "list.html", items=listing.items, page=listing, kind=kind,
                     types=_TYPES, stats=stats)  # fmt: skip
 
@@ -189,27 +204,47 @@ def create_ui_app(
     async def search(request: Request, who: MemoryContext) -> Response:
         q = request.query_params.get("q", "").strip()
         mode = request.query_params.get("mode", "hybrid")
-        if mode not in _MODES:
-            return page(request, "error.html", status=400, message=f"unknown mode {mode!r}")
-        hits, error = [], None
+        hits, error, status = [], None, 200
         if q:
             try:
-                hits = await engine.asearch(who, q, mode=mode, limit=20)
+                hits = await act("search", who, query=q, mode=mode, limit=20)
             except LangmemError as e:
-                error = str(e)
-        return page(request, "search.html", q=q, mode=mode, modes=_MODES, hits=hits, error=error)
+                error, status = error_text(e), _status(e)
+        modes = ("hybrid", "vector", "keyword")
+        return page(request, "search.html", status, q=q, mode=mode, modes=modes, hits=hits,
+                    error=error)  # fmt: skip
+
+    async def new_page(request: Request, kind: str, status: int = 200, **context: Any) -> Response:
+        spec = OPERATIONS[_NEW[kind]]
+        return page(request, "new.html", status=status, kind=kind, spec=spec,
+                    fields=form_fields(spec), values=context.pop("values", {}),
+                    **context)  # fmt: skip
+
+    @signed_in
+    async def new(request: Request, who: MemoryContext, form: Any = None) -> Response:
+        kind = request.path_params["kind"]
+        if kind not in _NEW:
+            return page(request, "error.html", status=404, code=None, message="no such form")
+        if form is None:
+            return await new_page(request, kind)
+        try:
+            made = await act(_NEW[kind], who, **form_values(OPERATIONS[_NEW[kind]], form))
+        except LangmemError as e:
+            return await new_page(request, kind, 400, error=error_text(e), values=form)
+        return RedirectResponse(f"/memory/{quote(made.id, safe='')}", status_code=303)
 
     async def detail(request: Request, who: MemoryContext, error: str | None = None,
                      status: int = 200, form: Any = None) -> Response:  # fmt: skip
         mid = request.path_params["id"]
-        record = await engine.aget(who, mid)
+        record = await act("get", who, id=mid)
         if record is None:
-            return page(request, "error.html", status=404, message="no such memory")
-        older, newer = await _chain(engine, who, record)
-        events = await engine.ahistory(who, mid)
-        return page(request, "memory.html", status=status, m=record, events=events, older=older,
-                    newer=newer, error=error, form=form or {},
-                    categories=policy.FACT_CATEGORIES)  # fmt: skip
+            raise MemoryNotFoundError(f"no memory with id {mid!r} among your memories")
+        chain = await act("versions", who, id=mid) if record.type == "fact" else []
+        events = await act("history", who, id=mid)
+        return page(request, "memory.html", status=status, m=record, events=events,
+                    chain=chain, error=error, form=form or {},
+                    categories=form_fields(OPERATIONS["update_fact"], "category")[0]["choices"],
+                    forgetting=forget_effect(record))  # fmt: skip
 
     @signed_in
     async def show(request: Request, who: MemoryContext) -> Response:
@@ -218,45 +253,48 @@ def create_ui_app(
     @signed_in
     async def edit(request: Request, who: MemoryContext, form: Any) -> Response:
         mid = request.path_params["id"]
-        record = await engine.aget(who, mid)
-        if record is None:
-            return page(request, "error.html", status=404, message="no such memory")
+        record = await act("get", who, id=mid)
+        if record is None or not record.live:
+            raise MemoryNotFoundError(f"no current memory with id {mid!r} among your memories")
+        if str(form.get("version", "")) != record.updated_at:
+            # Someone (another tab, the agent) changed it after this form was shown.
+            message = (
+                f"this memory was changed at {record.updated_at[:19].replace('T', ' ')} "
+                "after you opened it; your edit was not saved. Here is the current version: "
+                "edit it again."
+            )
+            return await detail(request, who, error=message, status=409)
+        content, changes = changed_fields(record, form)
         try:
-            content, changes = _checked_edit(record, form, engine.config.max_content_length)
-        except ValueError as e:
-            return await detail(request, who, error=str(e), status=400, form=form)
-        try:
-            current = record
-            if content is not None and content != record.content:
-                current = await engine.arevise(who, mid, content)
+            # Every value is checked before anything is written: a bad
+            # confidence must not leave a half-applied edit.
+            if content is not None:
+                OPERATIONS["revise"].validate({"id": mid, "content": content})
             if changes:
-                current = await engine.aupdate_fact(who, current.id, **changes)
+                OPERATIONS["update_fact"].validate({"id": mid, **changes})
+            current = record
+            if content is not None:
+                current = await act("revise", who, id=mid, content=content)
+            if changes:
+                current = await act("update_fact", who, id=current.id, **changes)
         except LangmemError as e:
-            return await detail(request, who, error=str(e), status=400, form=form)
+            return await detail(request, who, error=error_text(e), status=_status(e), form=form)
         return RedirectResponse(f"/memory/{quote(current.id, safe='')}", status_code=303)
 
     @signed_in
-    async def forget(request: Request, who: MemoryContext, form: Any) -> Response:
+    async def forget(request: Request, who: MemoryContext, form: Any = None) -> Response:
         mid = request.path_params["id"]
-        record = await engine.aget(who, mid)
+        record = await act("get", who, id=mid)
         if record is None or not record.live:
-            return page(request, "error.html", status=404, message="no such memory")
-        if record.type == "note":
-            await engine.adelete(who, mid)
-        else:
-            await engine.aforget(who, record.type, mid)
+            raise MemoryNotFoundError(f"no current memory with id {mid!r} among your memories")
+        if form is None or form.get("confirm") != "yes":
+            return page(request, "forget.html", m=record, forgetting=forget_effect(record))
+        await act("forget", who, type=record.type, id=mid)
         return RedirectResponse("/", status_code=303)
 
     @signed_in
     async def export(request: Request, who: MemoryContext) -> Response:
-        own = engine.env(who).layer("user").ns  # the caller's own memories only
-
-        def dump() -> str:
-            out = io.StringIO()
-            export_jsonl(store, out, own)
-            return out.getvalue()
-
-        body = await run_in_threadpool(dump)
+        body = await run_in_threadpool(export_own, engine, who)
         headers = {"Content-Disposition": 'attachment; filename="memories.jsonl"'}
         return Response(body, media_type="application/x-ndjson", headers=headers)
 
@@ -266,8 +304,9 @@ def create_ui_app(
         Route("/", memories),
         Route("/search", search),
         Route("/export", export),
+        Route("/new/{kind}", new, methods=["GET", "POST"]),
         Route("/memory/{id:path}/edit", edit, methods=["POST"]),
-        Route("/memory/{id:path}/forget", forget, methods=["POST"]),
+        Route("/memory/{id:path}/forget", forget, methods=["GET", "POST"]),
         Route("/memory/{id:path}", show),
     ]
     hosts = check_host_names(allowed_hosts)
@@ -276,60 +315,3 @@ def create_ui_app(
 
 def _set_cookie(response: Response, sid: str) -> None:
     response.set_cookie(_COOKIE, sid, httponly=True, samesite="strict", path="/")
-
-
-def _checked_edit(record: Any, form: Any, longest: int) -> tuple[str | None, dict[str, Any]]:
-    """The edit form's values, all checked before anything is written."""
-    content = str(form.get("content", "")).strip() if "content" in form else None
-    if content is not None and not content:
-        raise ValueError("content is empty; write what the memory should say")
-    if content is not None and len(content) > longest:
-        raise ValueError(f"content is longer than {longest:,} characters; shorten it")
-    changes: dict[str, Any] = {}
-    if isinstance(record, Fact):
-        raw = str(form.get("confidence", "")).strip()
-        if raw:
-            try:
-                confidence = float(raw)
-            except ValueError:
-                raise ValueError(f"confidence must be a number from 0 to 1, got {raw!r}") from None
-            if not 0.0 <= confidence <= 1.0:
-                raise ValueError(f"confidence must be a number from 0 to 1, got {raw}")
-            if confidence != record.confidence:
-                changes["confidence"] = confidence
-        category = str(form.get("category", "")).strip()
-        if category and category != record.category:
-            if category not in policy.FACT_CATEGORIES:
-                raise ValueError(
-                    f"unknown category {category!r}; use one of "
-                    + ", ".join(policy.FACT_CATEGORIES)
-                )
-            changes["category"] = category
-    return content, changes
-
-
-async def _chain(engine: MemoryEngine, who: MemoryContext, record: Any) -> tuple[list, list]:
-    """A fact's corrections: the facts it replaced (oldest first) and the facts
-    that replaced it (newest last)."""
-    older: list[Any] = []
-    newer: list[Any] = []
-    if not isinstance(record, Fact):
-        return older, newer
-    seen = {record.id}
-    back = record.provenance.get("replaces")
-    while isinstance(back, str) and back not in seen and len(older) < 50:
-        prev = await engine.aget(who, back)
-        if prev is None:
-            break
-        older.insert(0, prev)
-        seen.add(back)
-        back = prev.provenance.get("replaces") if isinstance(prev, Fact) else None
-    ahead = record.superseded_by
-    while isinstance(ahead, str) and ahead not in seen and len(newer) < 50:
-        nxt = await engine.aget(who, ahead)
-        if nxt is None:
-            break
-        newer.append(nxt)
-        seen.add(ahead)
-        ahead = nxt.superseded_by if isinstance(nxt, Fact) else None
-    return older, newer

@@ -56,7 +56,7 @@ BAD = {
         ContentTooLongError,
     ),
     "importance too high": (
-        lambda e, c, ids: e.store_episode(c, "x", "b", importance=11),
+        lambda e, c, ids: e.store_episode(c, "x", importance=11),
         InvalidValueError,
     ),
     "importance negative": (
@@ -91,7 +91,7 @@ BAD = {
 def test_bad_input_is_a_typed_error_and_changes_nothing(eng, ctx, store, case):
     ids = {
         "fact": eng.store_fact(ctx, "user", "name", "John").id,
-        "episode": eng.store_episode(ctx, "hello", "general").id,
+        "episode": eng.store_episode(ctx, "hello").id,
     }
     before = snapshot(store)
     call, error = BAD[case]

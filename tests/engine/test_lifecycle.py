@@ -86,7 +86,7 @@ def test_permanent_fact_does_not_decay(eng, ctx, clock):
 def test_confirm_episode_rejected(eng, ctx, store):
     from .conftest import snapshot
 
-    ep = eng.store_episode(ctx, "chatted", "general")
+    ep = eng.store_episode(ctx, "chatted")
     before = snapshot(store)
     with pytest.raises(InvalidOperationError) as e:
         eng.confirm(ctx, "episode", ep.id)
@@ -109,7 +109,7 @@ def test_forget_fact_retracts_and_excludes_from_recall(eng, ctx):
 
 def test_forget_rule_and_episode_are_tombstoned(eng, ctx):
     r = eng.store_rule(ctx, "Answer in French")
-    ep = eng.store_episode(ctx, "Talked in French", "general")
+    ep = eng.store_episode(ctx, "Talked in French")
     assert eng.forget(ctx, "rule", r.id).status == "forgotten"
     assert eng.forget(ctx, "episode", ep.id).status == "forgotten"
     assert eng.search(ctx, "French") == []
@@ -124,7 +124,7 @@ def test_legacy_forgotten_validity_is_an_alias():
 
 
 def test_expired_episodes_leave_search_and_are_swept(eng, ctx, clock):
-    ep = eng.store_episode(ctx, "User asked about recipes", "general")
+    ep = eng.store_episode(ctx, "User asked about recipes")
     assert [h.id for h in eng.search(ctx, "recipes")] == [ep.id]
     clock.advance(days=7, seconds=1)
     assert eng.search(ctx, "recipes") == []

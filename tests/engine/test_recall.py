@@ -14,14 +14,17 @@ from langmem_ext.errors import MissingIdentifierError
 from tests.embeddings import WordEmbeddings
 
 
-def test_recall_returns_composite_scored_facts_and_rules_scoped(eng, ctx):
+def test_recall_returns_composite_scored_memories_of_every_kind_scoped(eng, ctx):
     f = eng.store_fact(ctx, "user", "diet", "User dietary needs: vegetarian", scope="health")
     r = eng.store_rule(ctx, "Check dietary needs before suggesting food", scope="global")
     eng.store_fact(ctx, "user", "car", "User dietary needs unrelated car", scope="cars")
-    eng.store_episode(ctx, "Talked about dietary needs", "health")
+    e = eng.store_episode(ctx, "Talked about dietary needs", scope="health")
+    n = eng.add(ctx, "Dietary needs noted by the agent")
     hits = eng.recall(ctx, "user dietary needs", scope="health")
-    assert {h.id for h in hits} == {f.id, r.id}  # no episode, no 'cars' scope
-    assert {h.type for h in hits} == {"fact", "rule"}
+    assert {h.id for h in hits} == {f.id, r.id, e.id, n.id}  # not the 'cars' scope
+    assert {h.type for h in hits} == {"fact", "rule", "episode", "note"}
+    only = eng.recall(ctx, "user dietary needs", scope="health", types=["fact", "rule"])
+    assert {h.id for h in only} == {f.id, r.id}
     assert all(0 <= h.score <= 1 for h in hits)
     assert hits == sorted(hits, key=lambda h: -h.score)
 
@@ -48,7 +51,7 @@ def test_recall_weights_are_configurable(store, clock, ctx):
 
 
 def test_search_across_all_types(eng, ctx):
-    ep = eng.store_episode(ctx, "User talked about diet preferences", "health")
+    ep = eng.store_episode(ctx, "User talked about diet preferences", scope="health")
     f = eng.store_fact(ctx, "user", "diet", "User diet preferences: vegan")
     r = eng.store_rule(ctx, "Respect diet preferences")
     hits = eng.search(ctx, "diet preferences")
@@ -57,7 +60,7 @@ def test_search_across_all_types(eng, ctx):
 
 
 def test_search_filtered_to_facts_only(eng, ctx):
-    eng.store_episode(ctx, "diet talk", "health")
+    eng.store_episode(ctx, "diet talk", scope="health")
     f = eng.store_fact(ctx, "user", "diet", "diet: vegan")
     assert [h.id for h in eng.search(ctx, "diet", types=["fact"])] == [f.id]
 
@@ -83,7 +86,7 @@ def test_stats_counts_with_scope(eng, ctx, clock):
         eng.mark_helpful(ctx, r.id)
     eng.store_rule(ctx, "rule 2")
     clock.advance(days=18)
-    eng.store_episode(ctx, "ep", "health", scope="health")
+    eng.store_episode(ctx, "ep", scope="health")
     clock.advance(days=2)  # volatile fact: exp(-0.05 * 20) = 0.37 < 0.5 -> fading
     s = eng.stats(ctx, scope="health")
     assert s["facts"] == {

@@ -12,16 +12,16 @@ from .conftest import START
 
 
 def test_store_episode_with_defaults(eng, ctx, clock):
-    ep = eng.store_episode(ctx, "User asked about recipes", "general")
+    ep = eng.store_episode(ctx, "User asked about recipes")
     got = eng.get(ctx, ep.id)
     assert isinstance(got, Episode)
-    assert (got.content, got.butler, got.importance) == ("User asked about recipes", "general", 5.0)
+    assert (got.content, got.scope, got.importance) == ("User asked about recipes", "global", 5.0)
     assert parse_ts(got.expires_at) - parse_ts(got.created_at) == timedelta(days=7)
     assert parse_ts(got.created_at) > START
 
 
 def test_store_episode_with_custom_importance(eng, ctx):
-    ep = eng.store_episode(ctx, "User revealed severe allergy", "health", importance=9.0)
+    ep = eng.store_episode(ctx, "User revealed severe allergy", scope="health", importance=9.0)
     assert eng.get(ctx, ep.id, "episode").importance == 9.0
 
 

@@ -122,7 +122,7 @@ def run(store, steps, only=None):
         if op == "fact":
             created[tenant].append(("fact", engine.store_fact(ctx, a, "is", f"{a} {b}").id))
         elif op == "episode":
-            created[tenant].append(("episode", engine.store_episode(ctx, a, "bot").id))
+            created[tenant].append(("episode", engine.store_episode(ctx, a).id))
         elif op == "rule":
             created[tenant].append(("rule", engine.store_rule(ctx, f"prefer {a}").id))
         elif op in ("forget", "confirm", "helpful"):

@@ -1,5 +1,6 @@
-"""The seed 003 tool set over the engine: names, arguments, results, and errors
-a model can read (also through LangGraph's ToolNode)."""
+"""The seed 003 tool set over the engine, derived from the operation catalogue:
+names, arguments, results, and errors a model can read (also through
+LangGraph's ToolNode)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
 from langmem_ext.engine import MemoryContext
+from langmem_ext.errors import MemoryNotFoundError
 from langmem_ext.surfaces.memory_tools import MEMORY_TOOL_NAMES, create_memory_tools
 
 CONFIG = {"configurable": {"memory_context": MemoryContext("acme", user_id="ada")}}
@@ -22,9 +24,13 @@ def call(request, engine):
     tools = {t.name: t for t in create_memory_tools(engine)}
 
     def invoke(name: str, **args):
+        # As a ToolNode calls it: errors come back as error messages.
+        call = {"type": "tool_call", "id": "c1", "name": name, "args": args}
         if request.param == "sync":
-            return tools[name].invoke(args, CONFIG)
-        return asyncio.run(tools[name].ainvoke(args, CONFIG))
+            msg = tools[name].invoke(call, CONFIG)
+        else:
+            msg = asyncio.run(tools[name].ainvoke(call, CONFIG))
+        return msg.content
 
     return invoke
 
@@ -32,16 +38,14 @@ def call(request, engine):
 def test_tool_names_and_arguments(engine):
     tools = {t.name: t for t in create_memory_tools(engine)}
     assert tuple(tools) == MEMORY_TOOL_NAMES
-    args = {n: list(t.tool_call_schema.model_json_schema()["properties"]) for n, t in tools.items()}
-    assert args["memory_store_episode"][:4] == ["content", "butler", "session_id", "importance"]
-    assert args["memory_store_fact"][:7] == [
+    args = {n: list(t.tool_call_schema["properties"]) for n, t in tools.items()}
+    assert args["memory_store_episode"][:3] == ["content", "session_id", "importance"]
+    assert args["memory_store_fact"][:5] == [
         "subject",
         "predicate",
         "content",
         "importance",
         "permanence",
-        "scope",
-        "tags",
     ]
     assert args["memory_search"][:6] == [
         "query",
@@ -51,14 +55,17 @@ def test_tool_names_and_arguments(engine):
         "limit",
         "min_confidence",
     ]
-    assert args["memory_recall"][:3] == ["topic", "scope", "limit"]
+    assert args["memory_recall"][:3] == ["query", "scope", "limit"]
     assert args["memory_get"][:2] == ["type", "id"]
-    assert args["memory_mark_harmful"][:2] == ["rule_id", "reason"]
-    assert all("config" not in a for a in args.values())
+    assert args["memory_mark_harmful"][:2] == ["id", "reason"]
+    assert args["memory_context"] == ["query", "scope", "token_budget"]
+    assert all("config" not in a and "tenant_id" not in a for a in args.values())
+    admin = {t.name: t for t in create_memory_tools(engine, admin=True)}
+    assert "tenant_id" in admin["memory_search"].tool_call_schema["properties"]
 
 
 def test_store_tools_return_ids_and_search_get_recall(call, engine):
-    ep = call("memory_store_episode", content="User asked about recipes", butler="general")
+    ep = call("memory_store_episode", content="User asked about recipes")
     fact = call(
         "memory_store_fact",
         subject="user",
@@ -76,7 +83,10 @@ def test_store_tools_return_ids_and_search_get_recall(call, engine):
     assert (r["maturity"], r["confidence"]) == ("candidate", 0.5)
     hits = json.loads(call("memory_search", query="John", types=["fact"]))
     assert [h["id"] for h in hits] == [fact] and hits[0]["type"] == "fact"
-    assert json.loads(call("memory_recall", topic="confirm sending messages"))[0]["id"] == rule
+    assert (
+        json.loads(call("memory_recall", query="confirm sending messages", types=["rule"]))[0]["id"]
+        == rule
+    )
 
 
 def test_lifecycle_tools(call):
@@ -86,26 +96,37 @@ def test_lifecycle_tools(call):
     confirmed = json.loads(call("memory_confirm", type="fact", id=new))
     assert confirmed["effective_confidence"] == confirmed["confidence"]
     rule = call("memory_store_rule", content="Be brief")
-    assert json.loads(call("memory_mark_helpful", rule_id=rule))["success_count"] == 1
-    harmed = json.loads(call("memory_mark_harmful", rule_id=rule, reason="too terse"))
+    assert json.loads(call("memory_mark_helpful", id=rule))["success_count"] == 1
+    harmed = json.loads(call("memory_mark_harmful", id=rule, reason="too terse"))
     assert harmed["harmful_count"] == 1 and harmed["applied_count"] == 2
     assert json.loads(call("memory_forget", type="fact", id=new))["validity"] == "retracted"
-    recalled = json.loads(call("memory_recall", topic="favorite color green"))
+    recalled = json.loads(call("memory_recall", query="favorite color green"))
     assert {h["id"] for h in recalled}.isdisjoint({old, new})
     stats = json.loads(call("memory_stats"))
     assert stats["facts"]["retracted"] == 1 and stats["rules"]["total"] == 1
 
 
-def test_errors_are_readable_by_the_model(call):
+def test_errors_are_readable_by_the_model(call, engine):
     assert call("memory_get", type="fact", id="nope").startswith("MEMORY_NOT_FOUND: ")
-    ep = call("memory_store_episode", content="hi", butler="general")
+    ep = call("memory_store_episode", content="hi")
     assert call("memory_confirm", type="episode", id=ep).startswith("INVALID_OPERATION: ")
     assert call("memory_store_rule", content="x", tenant_id="globex").startswith(
         "TENANT_FORBIDDEN: "
     )
-    assert call("memory_store_episode", content="x" * 10_001, butler="b").startswith(
-        "CONTENT_TOO_LONG: "
+    assert call("memory_store_episode", content="x" * 10_001).startswith("CONTENT_TOO_LONG: ")
+    assert call("memory_store_fact", subject="u", predicate="p", content="x", importance=11) == (
+        "INVALID_VALUE: importance must be a number from 0 to 10, got 11. Nothing was changed; "
+        "fix the arguments and call memory_store_fact again."
     )
+    assert call("memory_search", query="x", types=["memo"]).startswith(
+        "INVALID_MEMORY_TYPE: unknown memory type 'memo'; use one of note, fact, episode, rule"
+    )
+    admin = {t.name: t for t in create_memory_tools(engine, admin=True)}
+    out = admin["memory_stats"].invoke(
+        {"type": "tool_call", "id": "c", "name": "memory_stats", "args": {"tenant_id": "globex"}},
+        CONFIG,
+    )
+    assert out.status == "error" and out.content.startswith("TENANT_FORBIDDEN: ")
 
 
 def test_tool_node_reports_errors_as_tool_messages(engine):
@@ -127,8 +148,5 @@ def test_tools_use_langgraph_auth_user(engine):
         {"subject": "user", "predicate": "name", "content": "Bob"}, cfg
     )
     assert engine.get(cfg, fid).tenant_id == "globex"
-    assert (
-        tools["memory_get"]
-        .invoke({"type": "fact", "id": fid}, CONFIG)
-        .startswith("MEMORY_NOT_FOUND")
-    )
+    with pytest.raises(MemoryNotFoundError):  # a direct call raises
+        tools["memory_get"].invoke({"type": "fact", "id": fid}, CONFIG)

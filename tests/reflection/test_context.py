@@ -133,8 +133,8 @@ def seed(engine, ctx):
     engine.store_fact(ctx, "user", "allergy", "User is allergic to peanuts", scope="health")
     engine.store_fact(ctx, "user", "car", "User drives a blue car", scope="garage")
     engine.store_rule(ctx, "Always suggest a vegetarian recipe for diet questions", scope="health")
-    engine.store_episode(ctx, "User asked about a diet plan for the week", "health")
-    engine.store_episode(ctx, "User asked to book a car service", "garage")
+    engine.store_episode(ctx, "User asked about a diet plan for the week", scope="health")
+    engine.store_episode(ctx, "User asked to book a car service", scope="garage")
 
 
 @pytest.fixture(params=["sync", "async"])
@@ -238,18 +238,19 @@ def test_context_bumps_only_what_it_shows(engine, ctx, store):
 def test_memory_context_tool(engine, ctx):
     seed(engine, ctx)
     tool = {t.name: t for t in create_memory_tools(engine)}["memory_context"]
-    out = tool.invoke(
-        {"trigger_prompt": "Help user with diet", "butler": "health"}, config_for(ctx)
-    )
+
+    def call(**args):
+        call = {"type": "tool_call", "id": "c1", "name": "memory_context", "args": args}
+        return tool.invoke(call, config_for(ctx)).content
+
+    out = call(query="Help user with diet", scope="health")
     assert out.startswith("# Memory") and "vegetarian" in out
-    bad = tool.invoke(
-        {"trigger_prompt": "diet", "butler": "health", "token_budget": 3}, config_for(ctx)
-    )
+    bad = call(query="diet", scope="health", token_budget=3)
     assert bad.startswith("INVALID_VALUE: token_budget 3 is too small")
-    other = tool.invoke(
-        {"trigger_prompt": "diet", "butler": "health", "tenant_id": "globex"}, config_for(ctx)
-    )
+    other = call(query="diet", scope="health", tenant_id="globex")
     assert other.startswith("TENANT_FORBIDDEN")
+    old_names = call(trigger_prompt="diet", butler="health")
+    assert old_names.startswith("INVALID_VALUE: memory_context has no parameter 'trigger_prompt'")
 
 
 # -- the blocks inside agents --------------------------------------------------------
@@ -280,7 +281,7 @@ def test_memory_prompt_in_create_react_agent(engine, ctx, store):
 def test_memory_prompt_middleware_in_create_agent_async(engine, ctx, store):
     seed(engine, ctx)
     model = ScriptedChatModel(script=[AIMessage("ok")])
-    prompt = MemoryPrompt(kind="context", butler="health", max_tokens=500)
+    prompt = MemoryPrompt(kind="context", scope="health", max_tokens=500)
     agent = create_agent(
         model,
         [],

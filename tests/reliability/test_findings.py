@@ -87,7 +87,7 @@ def test_reads_by_id_check_the_owner_and_ids_are_never_filters(store, tally):
     ids = []
     for n in range(3 * SCALE):
         ids.append(("fact", engine.store_fact(ada, "user", f"p{n}", f"ada secret {n}").id))
-        ids.append(("episode", engine.store_episode(ada, f"ada visit {n}", "travel").id))
+        ids.append(("episode", engine.store_episode(ada, f"ada visit {n}").id))
         ids.append(("rule", engine.store_rule(ada, f"ada rule {n}").id))
     before = snapshot(store)
     filters = [{"$ne": None}, {"$exists": True}, {"$in": [i for _, i in ids]}, ["x"], "", "*"]
@@ -325,7 +325,7 @@ def test_sweep_cursor_and_namespaces_stay_per_user(store, tally):
     engine = MemoryEngine(store, clock=clock, retry=RetryPolicy(base_delay=0.0))
     ada, bob = MemoryContext("acme", user_id="ada"), MemoryContext("acme", user_id="bob")
     for n in range(3 * SCALE):
-        engine.store_episode(ada, f"ada trip {n}", "travel")
+        engine.store_episode(ada, f"ada trip {n}")
     clock.now += timedelta(days=3650)
     t.case()
     swept = engine.sweep(bob)

@@ -96,7 +96,7 @@ def _entry_points(store, engine, ctx, fact_id):
         # engine
         "engine.store_fact": lambda a, b, c: engine.store_fact(ctx, a, b, c),
         "engine.store_fact(kw)": lambda a, b, c: engine.store_fact(ctx, "s", "p", "x", importance=a, confidence=b, category=c),
-        "engine.store_episode": lambda a, b, c: engine.store_episode(ctx, a, b, importance=c),
+        "engine.store_episode": lambda a, b, c: engine.store_episode(ctx, a, session_id=b, importance=c),
         "engine.store_rule": lambda a, b, c: engine.store_rule(ctx, a, b, c),
         "engine.add_fact": lambda a, b, c: engine.add_fact(ctx, a, b, c),
         "engine.search": lambda a, b, c: engine.search(ctx, a, types=b, limit=c),

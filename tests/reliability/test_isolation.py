@@ -106,7 +106,7 @@ def _run(name, caller, cfg, target, mark, scope) -> object:
     if name == "engine.fact":
         ids.append((caller, "fact", engine.store_fact(cfg, "user", text.split()[0], text).id, text))
     elif name == "engine.episode":
-        ids.append((caller, "episode", engine.store_episode(cfg, text, "general").id, text))
+        ids.append((caller, "episode", engine.store_episode(cfg, text).id, text))
     elif name == "engine.rule":
         ids.append((caller, "rule", engine.store_rule(cfg, text).id, text))
     elif name == "tool.create":

@@ -114,11 +114,12 @@ def test_pages_of_other_sites_cannot_post(world, tally):
                 client.post("/login", data={"token": "tok-ada-0001"})
             page = client.get(f"/memory/{fid}", follow_redirects=True).text
             csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+            version = re.search(r'name="version" value="([^"]+)"', page).group(1)
             for headers in foreign:
                 for path, form in [
                     ("/login", {"token": "tok-eve-0001"}),  # login CSRF: signed in as eve
-                    (f"/memory/{fid}/forget", {"csrf": csrf}),
-                    (f"/memory/{fid}/edit", {"csrf": csrf, "content": "Passport lost"}),
+                    (f"/memory/{fid}/forget", {"csrf": csrf, "confirm": "yes"}),
+                    (f"/memory/{fid}/edit", {"csrf": csrf, "version": version, "content": "Lost"}),
                     ("/logout", {"csrf": csrf}),
                 ]:
                     t.case()
@@ -129,7 +130,7 @@ def test_pages_of_other_sites_cannot_post(world, tally):
             t.case()
             ok = client.post(
                 f"/memory/{fid}/edit",
-                data={"csrf": csrf, "content": "Passport number X1234567"},
+                data={"csrf": csrf, "version": version, "content": "Passport number X1234567"},
                 headers={"origin": "http://127.0.0.1:8765", "sec-fetch-site": "same-origin"},
             )
             if ok.status_code != 303:

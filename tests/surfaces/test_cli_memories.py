@@ -1,6 +1,7 @@
-"""``langmem-ext memories``: the commands on a SQLite file, and JSON Lines
-export → import round trips (SQLite → PostgreSQL → SQLite) that keep every
-field: value, timestamps, indexing, TTL and expiry."""
+"""``langmem-ext memories`` (one caller's memories, commands derived from the
+operation catalogue) and ``langmem-ext store`` (the store's items) on a SQLite
+file, and JSON Lines export → import round trips (SQLite → PostgreSQL →
+SQLite) that keep every field: value, timestamps, indexing, TTL and expiry."""
 
 from __future__ import annotations
 
@@ -37,26 +38,76 @@ def test_version():
 
 
 def test_put_get_list_search_delete(db):
-    cli("memories", "put", "user/ada", "m1", '{"content": "Ada likes green tea"}', "--db", db)
-    cli("memories", "put", "user/ada", "m2", '{"content": "Ada lives in Munich"}', "--db", db)
-    cli("memories", "put", "user/bob", "m1", '{"content": "Bob likes coffee"}', "--db", db)
+    cli("store", "put", "user/ada", "m1", '{"content": "Ada likes green tea"}', "--db", db)
+    cli("store", "put", "user/ada", "m2", '{"content": "Ada lives in Munich"}', "--db", db)
+    cli("store", "put", "user/bob", "m1", '{"content": "Bob likes coffee"}', "--db", db)
 
-    got = json.loads(cli("memories", "get", "user/ada", "m2", "--db", db))
+    got = json.loads(cli("store", "get", "user/ada", "m2", "--db", db))
     assert got["value"] == {"content": "Ada lives in Munich"}
     assert got["namespace"] == ["user", "ada"]
 
-    listed = cli("memories", "list", "user/ada", "--db", db)
+    listed = cli("store", "list", "user/ada", "--db", db)
     assert "Ada likes green tea" in listed and "Ada lives in Munich" in listed
     assert "Bob" not in listed
 
-    found = cli("memories", "search", "where does Ada live", "--namespace", "user/ada", "--db", db)
+    found = cli("store", "search", "where does Ada live", "--namespace", "user/ada", "--db", db)
     lines = [line for line in found.splitlines() if "Ada" in line]
     assert "Munich" in lines[0], found  # best first
     assert any(ch.isdigit() for ch in lines[0].split()[1])  # a score is shown
 
-    cli("memories", "delete", "user/ada", "m2", "--db", db)
-    out = cli("memories", "get", "user/ada", "m2", "--db", db, ok=False)
+    cli("store", "delete", "user/ada", "m2", "--db", db)
+    out = cli("store", "get", "user/ada", "m2", "--db", db, ok=False)
     assert "no item 'm2'" in out
+
+
+def test_memories_commands_act_as_one_caller(db):
+    ada, bob = ("--user-id", "ada"), ("--user-id", "bob")
+    out = cli("memories", "store-fact", "user", "city", "Lives in Berlin", *ada, "--db", db,
+              "--embed", "none", "--json")  # fmt: skip
+    berlin = json.loads(out)["id"]
+    cli("memories", "store-fact", "user", "city", "Lives in Munich", *ada, "--db", db,
+        "--embed", "none", "--importance", "7", "--tags", "home", "--tags", "city")  # fmt: skip
+    cli("memories", "add", "Allergic to peanuts", *ada, "--db", db, "--embed", "none")
+    found = cli("memories", "search", "peanuts", *ada, "--db", db, "--embed", "none")
+    assert "Allergic to peanuts" in found and "note" in found
+    assert "peanuts" not in cli(
+        "memories", "search", "peanuts", *bob, "--db", db, "--embed", "none"
+    )
+    versions = json.loads(
+        cli("memories", "versions", berlin, *ada, "--db", db, "--embed", "none", "--json")
+    )
+    assert [v["content"] for v in versions] == ["Lives in Berlin", "Lives in Munich"]
+    assert versions[1]["importance"] == 7 and versions[1]["tags"] == ["home", "city"]
+    stats = json.loads(cli("memories", "stats", *ada, "--db", db, "--embed", "none", "--json"))
+    assert (stats["facts"]["active"], stats["notes"]["total"]) == (1, 1)
+    out = cli("memories", "forget", "fact", versions[1]["id"], *bob, "--db", db, "--embed",
+              "none", ok=False)  # fmt: skip
+    assert out.startswith("error: MEMORY_NOT_FOUND: ")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("store-fact", "u", "p", "x", "--importance", "high"),
+         "error: INVALID_VALUE: importance must be a number, got 'high'"),
+        (("store-fact", "u", "p", "x", "--importance", "11"),
+         "error: INVALID_VALUE: importance must be a number from 0 to 10, got 11"),
+        (("store-rule", "   "), "error: INVALID_VALUE: content must contain text, got '   '"),
+        (("search", "x", "--types", "memo"),
+         "error: INVALID_MEMORY_TYPE: unknown memory type 'memo'; use one of note, fact, "
+         "episode, rule"),
+        (("store-rule", "x", "--layer", "galaxy"),
+         "error: INVALID_LAYER: unknown memory layer 'galaxy'; use one of agent, user, "
+         "session, project, team, org, company"),
+        (("store-rule", "x" * 10_001), "error: CONTENT_TOO_LONG: content is 10001 characters"),
+        (("search", "x", "--filter", "{bad"), "error: INVALID_VALUE: filter must be an object"),
+    ],
+)  # fmt: skip
+def test_memories_commands_give_the_coded_errors(db, args, message):
+    out = cli("memories", *args, "--user-id", "ada", "--db", db, "--embed", "none", ok=False)
+    assert out.startswith(message), out
+    with SQLiteStore(db) as store:
+        assert store.search(()) == []
 
 
 @pytest.mark.parametrize(
@@ -69,7 +120,7 @@ def test_put_get_list_search_delete(db):
     ],
 )
 def test_bad_input_is_a_clear_error_and_stores_nothing(db, args, message):
-    out = cli("memories", *args, "--db", db, ok=False)
+    out = cli("store", *args, "--db", db, ok=False)
     assert message in out
     assert "Traceback" not in out
     with SQLiteStore(db) as store:
@@ -117,12 +168,12 @@ def test_round_trip_sqlite_postgres_sqlite_keeps_every_field(tmp_path, pg_server
     assert norm(third) == norm(first)
 
     # Indexing came across too: the quiet item is not found, the fact is.
-    hits = cli("memories", "search", "Munich", "--namespace", "user/ada", "--db", url)
+    hits = cli("store", "search", "Munich", "--namespace", "user/ada", "--db", url)
     assert "Lives in Munich" in hits
-    found = cli("memories", "search", "searchable", "--namespace", "user/ada", "--db", url)
+    found = cli("store", "search", "searchable", "--namespace", "user/ada", "--db", url)
     assert "Not searchable" not in found
     assert "1 more without a score" in found
-    every = cli("memories", "search", "searchable", "--namespace", "user/ada", "--db", url, "--all")
+    every = cli("store", "search", "searchable", "--namespace", "user/ada", "--db", url, "--all")
     assert any(r.split("│")[1:2] == ["     - "] and "quiet" in r for r in every.splitlines())
 
 

@@ -1,0 +1,545 @@
+"""The catalogue of memory operations: each operation is declared once, and
+every surface is derived from that declaration.
+
+An operation is a generator (see :mod:`.requests`) whose **signature is its
+declaration**: each parameter's type (with enums as ``Literal``, ranges and
+formats as pydantic ``Field`` constraints) and one-line description, the
+result type (``Operation[Fact]``), the summary (the docstring's first
+paragraph), the errors it may raise and who may call it::
+
+    @operation(access="write", tool="memory_store_rule", errors=(ContentTooLongError,))
+    def store_rule(c: Caller, content: Text, *, scope: Scope = "global",
+                   tenant: Tenant = None) -> Operation[Rule]:
+        \"\"\"Store a behavioural rule ...\"\"\"
+        return lc.store_rule(c.env(tenant), content, None, scope, None)
+
+From it come the engine's methods (``engine.store_rule`` / ``astore_rule``,
+:func:`bind`), the agent tool and the MCP tool (:meth:`Spec.schema`,
+:meth:`Spec.tool_model`), the command ``langmem-ext memories store-rule`` and
+the browser's forms. Arguments from every surface are checked by one pydantic
+model (:meth:`Spec.validate`), so a bad argument gets the same coded error,
+with the same message, wherever it comes from; :func:`error_text` is how every
+surface shows an error.
+
+Examples:
+    >>> from langmem_ext import SQLiteStore
+    >>> from langmem_ext.engine import MemoryContext, MemoryEngine
+    >>> from langmem_ext.engine.operations import OPERATIONS
+    >>> spec = OPERATIONS["store_rule"]
+    >>> spec.tool, spec.access, spec.schema()["required"]
+    ('memory_store_rule', 'write', ['content'])
+    >>> engine = MemoryEngine(SQLiteStore())
+    >>> engine.store_rule(MemoryContext(user_id="ada"), "   ")
+    Traceback (most recent call last):
+    ...
+    langmem_ext.errors.InvalidValueError: content must contain text, got '   '
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import typing
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Concatenate, Generic, Literal, ParamSpec, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic.fields import FieldInfo
+
+from ..errors import (
+    InvalidValueError,
+    LangmemError,
+    PermissionDeniedError,
+    ProviderError,
+    TenantAccessError,
+)
+from .checks import shown
+from .requests import Operation, run_async, run_sync
+
+__all__ = [
+    "Access",
+    "Caller",
+    "Param",
+    "Spec",
+    "bind",
+    "bind_plain",
+    "error_text",
+    "operation",
+]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+Access = Literal["read", "write"]
+
+#: Parameters whose name on the tool and command-line surfaces differs from the
+#: Python name (one name per concept: tools say ``tenant_id`` like the callers file).
+PUBLIC_NAMES = {"tenant": "tenant_id"}
+
+
+@dataclass(frozen=True)
+class Meta:
+    """Extra facts about a parameter, given in its ``Annotated`` metadata."""
+
+    #: The error class of a value this parameter refuses (default INVALID_VALUE).
+    error: type[LangmemError] = InvalidValueError
+    #: What the value is, in an error message ("memory type", "layer").
+    what: str | None = None
+    #: Only for admins (offered to no one else: the tenant selector).
+    admin: bool = False
+    #: For Python callers only: not offered to agents, MCP clients or the CLI.
+    internal: bool = False
+
+
+@dataclass(frozen=True)
+class Param:
+    """One declared parameter of an operation."""
+
+    name: str
+    annotation: Any
+    field: FieldInfo
+    meta: Meta
+    positional: bool
+
+    @property
+    def public(self) -> str:
+        """Its name on tool, MCP and command-line surfaces."""
+        return PUBLIC_NAMES.get(self.name, self.name)
+
+    @property
+    def description(self) -> str:
+        return self.field.description or ""
+
+    @property
+    def required(self) -> bool:
+        return self.field.is_required()
+
+
+class Caller:
+    """What an operation receives first: the engine and the caller, from
+    which ``env(tenant)`` builds the per-call environment. Who may call it is
+    decided there, before any store request: the tenant, and for a writing
+    operation whether the caller may write."""
+
+    __slots__ = ("access", "ctx", "engine")
+
+    def __init__(self, engine: Any, ctx: Any, access: Access = "write") -> None:
+        self.engine, self.ctx, self.access = engine, ctx, access
+
+    def env(self, tenant: str | None = None) -> Any:
+        env = self.engine.env(self.ctx, tenant)
+        if self.access == "write" and env.ctx.read_only:
+            raise PermissionDeniedError(
+                "you may read memories but not change them (your permissions grant "
+                "memory:read without memory:write)"
+            )
+        return env
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+
+@dataclass(frozen=True, eq=False)
+class Spec(Generic[P, T]):
+    """One operation of the catalogue (see the module docs)."""
+
+    name: str
+    build: Callable[..., Operation[T]]
+    summary: str
+    access: Access
+    tool: str | None
+    cli: str | None
+    browser: bool
+    errors: tuple[type[LangmemError], ...]
+    params: tuple[Param, ...]
+    caller: bool
+    result: Any
+
+    @functools.cached_property
+    def model(self) -> type[BaseModel]:
+        """The pydantic model of every parameter (Python names)."""
+        return _model(self.name, self.params)
+
+    @functools.cached_property
+    def _signature(self) -> inspect.Signature:
+        return inspect.Signature(
+            [
+                inspect.Parameter(
+                    p.name,
+                    inspect.Parameter.POSITIONAL_OR_KEYWORD
+                    if p.positional
+                    else inspect.Parameter.KEYWORD_ONLY,
+                    default=inspect.Parameter.empty if p.required else None,
+                )
+                for p in self.params
+            ]
+        )
+
+    def offered(self, *, admin: bool = False) -> list[Param]:
+        """The parameters a tool, MCP client or command offers: not the
+        internal ones, and the admin-only ones only to admins."""
+        return [p for p in self.params if not p.meta.internal and (admin or not p.meta.admin)]
+
+    def tool_model(self, *, admin: bool = False) -> type[BaseModel]:
+        """The pydantic model of the offered parameters, under their public names."""
+        return _tool_model(self, admin)
+
+    def schema(self, *, admin: bool = False) -> dict[str, Any]:
+        """The JSON schema of the offered parameters: types, enums, ranges and a
+        description for each; no titles (they only repeat the names)."""
+        return strip_titles(self.tool_model(admin=admin).model_json_schema())
+
+    def validate(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """Checked arguments by Python name, defaults filled in. Accepts Python
+        names and public names; raises the parameter's coded error (the same
+        message on every surface) for the first bad value."""
+        by_public = {p.public: p.name for p in self.params}
+        named = {by_public.get(k, k): v for k, v in args.items()}
+        try:
+            checked = self.model.model_validate(named)
+        except ValidationError as e:
+            raise invalid(self, e) from None
+        return {p.name: getattr(checked, p.name) for p in self.params}
+
+    def bind_call(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """A Python call's arguments by name (a wrong count or name is an
+        INVALID_VALUE naming the parameters)."""
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as e:
+            names = ", ".join(p.name for p in self.params)
+            raise InvalidValueError(f"{self.name}: {e}; its parameters are {names}") from None
+        return dict(bound.arguments)
+
+    def start(self, engine: Any, ctx: Any, args: Mapping[str, Any]) -> Operation[T]:
+        """The operation for a caller and arguments (any surface's names),
+        checked before any store request."""
+        return self.build(Caller(engine, ctx, self.access), **self.validate(args))
+
+    def __repr__(self) -> str:
+        return f"<operation {self.name}>"
+
+
+def operation(
+    *,
+    access: Access,
+    tool: str | None = None,
+    cli: str | bool = True,
+    browser: bool = False,
+    errors: Iterable[type[LangmemError]] = (),
+    caller: bool = True,
+    name: str | None = None,
+) -> Callable[[Callable[Concatenate[Caller, P], Operation[T]]], Spec[P, T]]:
+    """Declare an operation (see the module docs).
+
+    Args:
+        access: ``"read"`` or ``"write"`` (read-only callers may not write).
+        tool: its name in the agent tool set and over MCP (None: not a tool).
+        cli: its ``langmem-ext memories`` command (True: the name with dashes,
+            False: none).
+        browser: whether the memory browser offers it.
+        errors: the errors it raises besides bad arguments (documented).
+        caller: False for operations that need no caller (health checks).
+        name: the operation's name, when the function's cannot be it (``list``).
+    """
+
+    def declare(build: Callable[Concatenate[Caller, P], Operation[T]]) -> Spec[P, T]:
+        params = _params(build)
+        summary = inspect.cleandoc(build.__doc__ or "").split("\n\n")[0].replace("\n", " ")
+        hints = typing.get_type_hints(build)
+        result = typing.get_args(hints.get("return"))
+        raised = _raised(params, errors, access)
+        called = name or build.__name__
+        return Spec(
+            name=called,
+            build=build,
+            summary=summary,
+            access=access,
+            tool=tool,
+            cli=(called.replace("_", "-") if cli is True else cli or None),
+            browser=browser,
+            errors=raised,
+            params=params,
+            caller=caller,
+            result=result[2] if len(result) == 3 else Any,
+        )
+
+    return declare
+
+
+def _raised(
+    params: Sequence[Param], declared: Iterable[type[LangmemError]], access: Access
+) -> tuple[type[LangmemError], ...]:
+    out: list[type[LangmemError]] = [InvalidValueError]
+    out += [p.meta.error for p in params]
+    out += list(declared)
+    if any(p.meta.admin for p in params):
+        out.append(TenantAccessError)
+    if access == "write":
+        out.append(PermissionDeniedError)
+    out.append(ProviderError)
+    return tuple(dict.fromkeys(out))
+
+
+def _params(build: Callable[..., Any]) -> tuple[Param, ...]:
+    sig = inspect.signature(build)
+    hints = typing.get_type_hints(build, include_extras=True)
+    out = []
+    for i, (name, p) in enumerate(sig.parameters.items()):
+        if i == 0:  # the Caller
+            continue
+        annotation = hints[name]
+        field, meta = _field_of(annotation)
+        field = FieldInfo.merge_field_infos(
+            field, default=... if p.default is inspect.Parameter.empty else p.default
+        )
+        positional = p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        out.append(Param(name, _bare(annotation), field, meta, positional))
+    return tuple(out)
+
+
+def _field_of(annotation: Any) -> tuple[FieldInfo, Meta]:
+    fields = [m for m in getattr(annotation, "__metadata__", ()) if isinstance(m, FieldInfo)]
+    metas = [m for m in getattr(annotation, "__metadata__", ()) if isinstance(m, Meta)]
+    field = FieldInfo.merge_field_infos(*fields) if fields else FieldInfo()
+    return field, metas[0] if metas else Meta()
+
+
+def _bare(annotation: Any) -> Any:
+    """The type without our metadata (pydantic constraints stay)."""
+    if getattr(annotation, "__metadata__", None) is None:
+        return annotation
+    kept = [m for m in annotation.__metadata__ if not isinstance(m, Meta | FieldInfo)]
+    base = annotation.__origin__
+    return typing.Annotated.__class_getitem__((base, *kept)) if kept else base  # type: ignore[attr-defined]
+
+
+def _model(name: str, params: Sequence[Param], *, public: bool = False) -> type[BaseModel]:
+    fields: dict[str, Any] = {}
+    for p in params:
+        field = p.field
+        if public and p.public != p.name:
+            field = FieldInfo.merge_field_infos(field, alias=None)
+        fields[p.public if public else p.name] = (p.annotation, field)
+    return create_model(name, __base__=_Args, **fields)
+
+
+@functools.cache
+def _tool_model(spec: Spec[Any, Any], admin: bool) -> type[BaseModel]:
+    model = _model(spec.tool or spec.name, spec.offered(admin=admin), public=True)
+    model.__doc__ = spec.summary
+    return model
+
+
+def strip_titles(schema: Any) -> Any:
+    """A JSON schema without pydantic's ``title`` keys (they only repeat the names)."""
+    if isinstance(schema, dict):
+        return {
+            k: strip_titles(v)
+            for k, v in schema.items()
+            if not (k == "title" and isinstance(v, str))
+        }
+    if isinstance(schema, list):
+        return [strip_titles(v) for v in schema]
+    return schema
+
+
+# -- errors ------------------------------------------------------------------------
+
+_MESSAGES = {
+    "string_type": "must be text",
+    "string_pattern_mismatch": "must contain text",
+    "string_too_short": "must not be empty",
+    "string_too_long": "is too long",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "finite_number": "must be a finite number",
+    "bool_type": "must be true or false",
+    "list_type": "must be a list",
+    "dict_type": "must be an object (a dict)",
+    "missing": "is required",
+}
+
+
+def invalid(spec: Spec[Any, Any], error: ValidationError) -> LangmemError:
+    """The coded error for the first problem pydantic found in an operation's
+    arguments (also used by the tool surfaces, which validate with
+    :meth:`Spec.tool_model`)."""
+    by_name = {p.public: p for p in spec.params} | {p.name: p for p in spec.params}
+    # An unknown name first: it usually explains the missing one (an old name).
+    errs = sorted(error.errors(), key=lambda x: x["type"] != "extra_forbidden")
+    err = errs[0]
+    loc = [str(x) for x in err["loc"]]
+    param = by_name.get(loc[0]) if loc else None
+    where = (param.public if param else (loc[0] if loc else "arguments")) + "".join(
+        f"[{x}]" for x in loc[1:]
+    )
+    kind, got, ctx = err["type"], err.get("input"), err.get("ctx") or {}
+    if kind == "extra_forbidden":
+        names = ", ".join(p.public for p in spec.offered(admin=True))
+        return InvalidValueError(
+            f"{spec.tool or spec.name} has no parameter {where!r}; its parameters are {names}"
+        )
+    meta = param.meta if param else Meta()
+    if kind in ("literal_error", "enum"):
+        what = meta.what or where
+        values = _literals(param.annotation) if param else []
+        allowed = ", ".join(map(str, values)) or ctx.get("expected", "")
+        return meta.error(f"unknown {what} {shown(got)}; use one of {allowed}", **{where: got})
+    bounds = {
+        "greater_than_equal": f"must be at least {_num(ctx.get('ge'))}",
+        "greater_than": f"must be more than {_num(ctx.get('gt'))}",
+        "less_than_equal": f"must be at most {_num(ctx.get('le'))}",
+        "less_than": f"must be less than {_num(ctx.get('lt'))}",
+    }
+    if kind in bounds and param is not None:
+        lo, hi = _range(param.field.metadata, param.annotation)
+        if lo is not None and hi is not None:
+            number = "number" if float in _flat(param.annotation) else "whole number"
+            bounds[kind] = f"must be a {number} from {_num(lo)} to {_num(hi)}"
+    if kind == "missing":
+        hint = f" ({param.description})" if param and param.description else ""
+        return InvalidValueError(f"{where} is required{hint}")
+    said = bounds.get(kind) or _MESSAGES.get(kind) or err["msg"][0].lower() + err["msg"][1:]
+    cls = InvalidValueError if kind in bounds or kind in _MESSAGES else meta.error
+    return cls(f"{where} {said}, got {shown(got)}")
+
+
+def _flat(annotation: Any) -> list[Any]:
+    """The types of a union, ``Annotated`` unwrapped."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _flat(typing.get_args(annotation)[0])
+    args = typing.get_args(annotation)
+    if args and typing.get_origin(annotation) not in (list, dict, Literal):
+        return [t for a in args for t in _flat(a)]
+    return [annotation]
+
+
+def _num(x: Any) -> str:
+    """A bound as people write it (10, not 10.0)."""
+    return str(int(x)) if isinstance(x, float) and x.is_integer() else str(x)
+
+
+def _range(metadata: Sequence[Any], annotation: Any) -> tuple[Any, Any]:
+    """A value's inclusive bounds (``ge``, ``le``): from its field, else from
+    an ``Annotated`` alternative of its type (``Confidence | None``)."""
+    found = [*metadata]
+    for arg in (annotation, *typing.get_args(annotation)):
+        for m in getattr(arg, "__metadata__", ()):
+            found += m.metadata if isinstance(m, FieldInfo) else [m]
+    lo = next((m.ge for m in found if getattr(m, "ge", None) is not None), None)
+    hi = next((m.le for m in found if getattr(m, "le", None) is not None), None)
+    return lo, hi
+
+
+def _literals(annotation: Any) -> list[Any]:
+    """The allowed values of a ``Literal`` inside an annotation, in order."""
+    if typing.get_origin(annotation) is Literal:
+        return list(typing.get_args(annotation))
+    return [v for arg in typing.get_args(annotation) for v in _literals(arg)]
+
+
+def error_text(error: LangmemError) -> str:
+    """How every surface shows an error: ``"<CODE>: <message>"``.
+
+    Examples:
+        >>> from langmem_ext.errors import MemoryNotFoundError
+        >>> error_text(MemoryNotFoundError("no fact with id 'x' among your memories"))
+        "MEMORY_NOT_FOUND: no fact with id 'x' among your memories"
+    """
+    text = str(error)
+    return text if text.startswith(f"{error.code}: ") else f"{error.code}: {text}"
+
+
+# -- the engine's methods ------------------------------------------------------------
+
+
+def bind(
+    spec: Spec[P, T],
+) -> tuple[
+    Callable[Concatenate[Any, Any, P], T],
+    Callable[Concatenate[Any, Any, P], Awaitable[T]],
+]:
+    """The engine's sync and async methods for an operation that takes a
+    caller: ``engine.name(ctx, ...)`` runs it on ``store.batch``,
+    ``await engine.aname(ctx, ...)`` on ``store.abatch``."""
+
+    def sync(self: Any, ctx: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        # Measured from the argument checks on: a refused call counts as an error.
+        with self.metrics.measure(spec.name):
+            step = spec.start(self, ctx, spec.bind_call(args, kwargs))
+            return run_sync(step, self.store, self.config)
+
+    async def async_(self: Any, ctx: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        with self.metrics.measure(spec.name):
+            step = spec.start(self, ctx, spec.bind_call(args, kwargs))
+            return await run_async(step, self.store, self.config)
+
+    return _named(sync, spec, ""), _named(async_, spec, "a")
+
+
+def bind_plain(
+    spec: Spec[P, T],
+) -> tuple[Callable[Concatenate[Any, P], T], Callable[Concatenate[Any, P], Awaitable[T]]]:
+    """:func:`bind` for operations without a caller (``engine.health_check()``)."""
+
+    def sync(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        with self.metrics.measure(spec.name):
+            step = spec.start(self, None, spec.bind_call(args, kwargs))
+            return run_sync(step, self.store, self.config)
+
+    async def async_(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        with self.metrics.measure(spec.name):
+            step = spec.start(self, None, spec.bind_call(args, kwargs))
+            return await run_async(step, self.store, self.config)
+
+    return _named(sync, spec, ""), _named(async_, spec, "a")
+
+
+def _named(method: Any, spec: Spec[Any, Any], prefix: str) -> Any:
+    method.__name__ = method.__qualname__ = prefix + spec.name
+    doc = inspect.cleandoc(spec.build.__doc__ or "")
+    if prefix:
+        doc = f"Async :meth:`{spec.name}` (same arguments, runs on ``store.abatch``)."
+    method.__doc__ = doc
+    shown_params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)]
+    if spec.caller:
+        shown_params.append(inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_ONLY))
+    sig = inspect.signature(spec.build)
+    shown_params += list(sig.parameters.values())[1:]
+    method.__signature__ = sig.replace(parameters=shown_params)
+    method.__wrapped_operation__ = spec
+    return method
+
+
+def to_json(value: Any, now: Any = None) -> Any:
+    """An operation's result as JSON-ready data, the same on every surface:
+    records and hits by their ``to_dict()``, pages with their cursor, other
+    dataclasses field by field. Facts and rules get ``effective_confidence``
+    at ``now``."""
+    from .models import Fact, MemoryRecord, Rule
+
+    if isinstance(value, MemoryRecord):
+        out = value.to_dict()
+        if now is not None and isinstance(value, Fact | Rule):
+            out["effective_confidence"] = round(value.effective_confidence(now), 4)
+        return out
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_json(getattr(value, f.name), now) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): to_json(v, now) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_json(v, now) for v in value]
+    return value
+
+
+# Public classes say where they are public.
+for _cls in (Spec, Param, Caller):
+    _cls.__module__ = "langmem_ext.engine.catalogue"
+del _cls

@@ -1,0 +1,178 @@
+"""``langmem-ext store``: the store's own items, as ``store.get`` / ``put`` /
+``delete`` / ``search`` see them — every namespace of every tenant, like
+``sqlite3`` or ``psql`` on the database. Namespaces are written with ``/``
+between labels (``user/ada``). For one user's memories as the agent sees them,
+use ``langmem-ext memories``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..engine.catalogue import error_text
+from ..errors import LangmemError
+from .dbopen import open_store
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    help="The store's items in every namespace (what the database holds).", no_args_is_help=True
+)
+
+Db = Annotated[str, typer.Option(help="SQLite file or postgresql:// URL.")]
+Embed = Annotated[str, typer.Option(help="Embedder: local, none, or provider:model.")]
+
+
+def _ns(text: str) -> tuple[str, ...]:
+    return tuple(x for x in text.split("/") if x)
+
+
+def fail(e: Exception) -> typer.Exit:
+    """Print a package error (or a bad JSON argument) as one line; exit status 1."""
+    text = error_text(e) if isinstance(e, LangmemError) else str(e)
+    Console(stderr=True).print(f"error: {text}", highlight=False, markup=False)
+    return typer.Exit(1)
+
+
+def _call(db: str, embed: str, action: Callable[[Any], Any]) -> Any:
+    """``action(store)`` on the opened store; a package error (or a bad JSON
+    argument) is printed as one line and exits with status 1."""
+    try:
+        with open_store(db, embed=None if embed == "none" else embed) as store:
+            return action(store)
+    except (LangmemError, ValueError, ImportError) as e:  # ImportError: a missing extra
+        raise fail(e) from e
+
+
+def _table(items: list[Any], scores: bool) -> Table:
+    table = Table()
+    if scores:
+        table.add_column("score", justify="right")
+    table.add_column("namespace")
+    table.add_column("key")
+    table.add_column("content")
+    for item in items:
+        content = item.value.get("content", item.value)
+        row = ["/".join(item.namespace), item.key, str(content)[:100]]
+        if scores:
+            row.insert(0, "-" if item.score is None else f"{item.score:.3f}")
+        table.add_row(*row)
+    return table
+
+
+@app.command("list")
+def list_(
+    namespace: Annotated[str, typer.Argument(help="Namespace prefix, e.g. user/ada.")] = "",
+    db: Db = "memories.db",
+    limit: Annotated[int, typer.Option(min=1)] = 20,
+    offset: Annotated[int, typer.Option(min=0)] = 0,
+    embed: Embed = "none",
+) -> None:
+    """List items under a namespace, newest first.
+
+    Example: langmem-ext store list user/ada --db memories.db
+    """
+    items = _call(db, embed, lambda store: store.search(_ns(namespace), limit=limit, offset=offset))
+    Console().print(_table(items, scores=False))
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    namespace: Annotated[str, typer.Option(help="Namespace prefix, e.g. user/ada.")] = "",
+    db: Db = "memories.db",
+    limit: Annotated[int, typer.Option(min=1)] = 10,
+    mode: Annotated[str | None, typer.Option(help="hybrid, vector or keyword.")] = None,
+    filter: Annotated[str | None, typer.Option(help='JSON filter, e.g. {"kind": "fact"}.')] = None,
+    embed: Embed = "local",
+    all_: Annotated[
+        bool, typer.Option("--all", help="Also list the items without a score (not indexed).")
+    ] = False,
+) -> None:
+    """Search items with a query (hybrid on this package's stores), best first,
+    with scores.
+
+    Example: langmem-ext store search "where does she live" --namespace user/ada
+    """
+    try:
+        flt = json.loads(filter) if filter else None
+    except ValueError as e:
+        raise fail(e) from e
+    kwargs = {"mode": mode} if mode else {}
+    items = _call(
+        db,
+        embed,
+        lambda store: store.search(_ns(namespace), query=query, filter=flt, limit=limit, **kwargs),
+    )
+    # Stores list items they could not score (not indexed, or no matching
+    # word in keyword mode) after the matches; they are no answer to a query.
+    unscored = [i for i in items if i.score is None]
+    if not all_:
+        items = [i for i in items if i.score is not None]
+    Console().print(_table(items, scores=True))
+    if unscored and not all_:
+        Console().print(f"{len(unscored)} more without a score (not indexed): --all lists them")
+
+
+@app.command()
+def get(
+    namespace: Annotated[str, typer.Argument(help="e.g. user/ada")],
+    key: Annotated[str, typer.Argument()],
+    db: Db = "memories.db",
+    embed: Embed = "none",
+) -> None:
+    """Print one item as JSON.
+
+    Example: langmem-ext store get user/ada fact_1a2b3c4d
+    """
+    item = _call(db, embed, lambda store: store.get(_ns(namespace), key))
+    if item is None:
+        raise fail(LookupError(f"no item {key!r} in {namespace!r}"))
+    typer.echo(json.dumps(item.dict(), ensure_ascii=False, indent=2))
+
+
+@app.command()
+def put(
+    namespace: Annotated[str, typer.Argument(help="e.g. user/ada")],
+    key: Annotated[str, typer.Argument()],
+    value: Annotated[str, typer.Argument(help='JSON object, e.g. {"content": "Likes tea"}')],
+    db: Db = "memories.db",
+    ttl: Annotated[float | None, typer.Option(help="Minutes until it expires.")] = None,
+    index: Annotated[bool, typer.Option(help="Embed and keyword-index it.")] = True,
+    embed: Embed = "local",
+) -> None:
+    """Store an item (replacing the one with this key).
+
+    Example: langmem-ext store put user/ada m1 '{"content": "Likes tea"}'
+    """
+    try:
+        data = json.loads(value)
+    except ValueError as e:
+        raise fail(e) from e
+    _call(
+        db,
+        embed,
+        lambda store: store.put(_ns(namespace), key, data, index=None if index else False, ttl=ttl),
+    )
+    typer.echo(f"stored {'/'.join(_ns(namespace))}/{key}")
+
+
+@app.command()
+def delete(
+    namespace: Annotated[str, typer.Argument(help="e.g. user/ada")],
+    key: Annotated[str, typer.Argument()],
+    db: Db = "memories.db",
+    embed: Embed = "none",
+) -> None:
+    """Delete an item (nothing happens if there is none).
+
+    Example: langmem-ext store delete user/ada m1
+    """
+    _call(db, embed, lambda store: store.delete(_ns(namespace), key))
+    typer.echo(f"deleted {'/'.join(_ns(namespace))}/{key}")
