@@ -189,7 +189,9 @@ class Spec(Generic[P, T]):
     def schema(self, *, admin: bool = False) -> dict[str, Any]:
         """The JSON schema of the offered parameters: types, enums, ranges and a
         description for each; no titles (they only repeat the names)."""
-        return strip_titles(self.tool_model(admin=admin).model_json_schema())
+        schema = strip_titles(self.tool_model(admin=admin).model_json_schema())
+        schema.pop("description", None)  # the tool's description says it already
+        return schema
 
     def validate(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """Checked arguments by Python name, defaults filled in. Accepts Python

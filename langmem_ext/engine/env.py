@@ -64,6 +64,7 @@ __all__ = [
     "free_fact_ids",
     "load",
     "load_many",
+    "not_found",
     "require",
 ]
 
@@ -381,14 +382,27 @@ def load_many(
     return [found.get(w) if w else None for w in wanted]
 
 
+def not_found(id: Any, kind: str | None = None) -> MemoryNotFoundError:
+    """The error for an id the caller has no memory with (another user's id
+    included: it is as invisible as a missing one), worded once for every
+    surface."""
+    if kind is None:
+        return MemoryNotFoundError(
+            f"no memory with id {shown(id)} among your memories; check the id "
+            "(search and listings give the ids)",
+            id=id,
+        )
+    return MemoryNotFoundError(
+        f"no {kind} with id {shown(id)} among your memories; check the id and the type "
+        "(memory_search lists ids)",
+        type=kind,
+        id=id,
+    )
+
+
 def require(env: Env, kind: str, id: Any, *, archived: bool = True) -> Operation[MemoryRecord]:
     check_type(kind)
     record = yield from load(env, [kind], check_id(id), archived=archived)
     if record is None:
-        raise MemoryNotFoundError(
-            f"no {kind} with id {shown(id)} among your memories; check the id and the type "
-            "(memory_search lists ids)",
-            type=kind,
-            id=id,
-        )
+        raise not_found(id, kind)
     return record

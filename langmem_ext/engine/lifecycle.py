@@ -36,7 +36,7 @@ from typing import Any
 
 from langgraph.store.base import GetOp, PutOp
 
-from ..errors import InvalidOperationError, InvalidValueError, MemoryNotFoundError
+from ..errors import InvalidOperationError, InvalidValueError
 from . import policy
 from ._core import paged, search_ops
 from .checks import check_json, shown
@@ -52,6 +52,7 @@ from .env import (
     check_type,
     free_fact_ids,
     load,
+    not_found,
     require,
 )
 from .models import RECORD_TYPES, Episode, Fact, MemoryEvent, MemoryRecord, Note, Rule, ts
@@ -329,7 +330,7 @@ def update(
     tags = None if tags is None else check_tags(tags)
     old = yield from load(env, None, id, archived=False)
     if old is None:
-        raise MemoryNotFoundError(f"no memory with id {shown(id)} among your memories", id=id)
+        raise not_found(id)
     new = replace(
         old,
         content=old.content if content is None else content,
@@ -350,7 +351,7 @@ def revise(env: Env, id: str, content: Any) -> Operation[MemoryRecord]:
     check_id(id)
     old = yield from load(env, None, id, archived=False)
     if old is None:
-        raise MemoryNotFoundError(f"no memory with id {shown(id)} among your memories", id=id)
+        raise not_found(id)
     if not isinstance(old, Fact):
         content = check_any_content(env, content)
         new, puts = change(env, old, replace(old, content=content), "updated")

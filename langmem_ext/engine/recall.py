@@ -432,8 +432,8 @@ def search_items(
 ) -> Operation[list[Any]]:
     """The caller's own items as ``store.search`` returns them (LangGraph's
     ``SearchItem``), ranked by the store. Reads the caller's space by prefix and
-    keeps what the caller owns (:meth:`MemoryContext.owns`): for a caller
-    without a user, pages are read until ``offset + limit`` owned items are
+    keeps what the caller owns (:meth:`MemoryContext.owns`): for an org or
+    agent caller, pages are read until ``offset + limit`` owned items are
     found, so paging stays exact."""
     _check_query(query)
     filter = check_filter(filter)
@@ -444,7 +444,7 @@ def search_items(
             return HybridSearchOp(space, filter, size, at, query, True, mode)  # type: ignore[arg-type]
         return SearchOp(space, filter, size, at, query, True)
 
-    if env.ctx.user_id is not None:
+    if env.ctx.reads_below():
         [items] = yield Batch([page(offset, limit)])
         return [i for i in items if env.ctx.owns(space, i.namespace)]
     kept: list[Any] = []

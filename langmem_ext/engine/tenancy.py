@@ -274,12 +274,18 @@ class MemoryContext:
             )
         return requested
 
+    def reads_below(self) -> bool:
+        """Whether the namespaces below the caller's space are the caller's
+        too: for a user (its own agents), and for an app's namespace template
+        (what the app put below its namespace, as in LangMem's shared team
+        namespaces). Not for an org or an agent under the identity rule: the
+        spaces below ``("org", <org>)`` are its users'."""
+        return self.user_id is not None or self.space is not None
+
     def owns(self, space: tuple[str, ...], namespace: tuple[str, ...]) -> bool:
         """Whether an item found under the caller's own ``space`` (by a prefix
-        search) is the caller's: one of the space itself, or — for a caller with
-        a user — one below it (the user's own agents). A caller without a user
-        (an org, an agent) owns its space only: the spaces below an org's are
-        its users'. Every surface that reads a space by prefix asks this.
+        search) is the caller's: the space itself, or one below it when
+        :meth:`reads_below`. Every surface that reads a space by prefix asks this.
 
         Examples:
             >>> org = MemoryContext(org_id="acme")
@@ -291,7 +297,7 @@ class MemoryContext:
         space, namespace = tuple(space), tuple(namespace)
         if namespace == space:
             return True
-        return self.user_id is not None and namespace[: len(space)] == space
+        return self.reads_below() and namespace[: len(space)] == space
 
     def with_ids(self, **ids: str | None) -> MemoryContext:
         """A copy with other layer identifiers (the tenant cannot change here).

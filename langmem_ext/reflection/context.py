@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -119,6 +119,18 @@ def _note_row(note: Any) -> dict[str, Any]:
     }
 
 
+def _other_row(record: Any, now: datetime) -> dict[str, Any]:
+    """A rule or an episode as a fact row, labelled with its type."""
+    conf = record.effective_confidence(now) if isinstance(record, Rule) else 1.0
+    return {
+        "id": record.id,
+        "content": content_text(record.content),
+        "category": record.type,
+        "confidence": conf,
+        "created_at": record.created_at,
+    }
+
+
 def _summary_lines(title: str, keys: tuple[str, ...], values: Mapping[str, Any]) -> list[str]:
     lines = [f"- {_LABELS[k]}: {str(values[k]).strip()}" for k in keys if values.get(k)]
     return [f"{title}:", *lines] if lines else []
@@ -128,6 +140,9 @@ def format_profile(
     profile: Profile | Mapping[str, Any],
     max_tokens: int = DEFAULT_PROFILE_TOKENS,
     tokenizer: str | TokenCounter | None = None,
+    *,
+    also: Sequence[Any] = (),
+    now: datetime | None = None,
 ) -> str:
     """The profile's memory block for the system prompt.
 
@@ -137,6 +152,10 @@ def format_profile(
             ``confidence``).
         max_tokens: the budget (default 2000 tokens).
         tokenizer: encoding name or ``str -> int`` (default cl100k_base).
+        also: the user's rules and episodes, listed with the facts as
+            ``- [rule | 0.50] ...`` and ``- [episode | 1.00] ...`` (rules at
+            their effective confidence at ``now``).
+        now: the time of the block (default: now).
     """
     count = token_counter(tokenizer)
     check_int("max_tokens", max_tokens, 1, MAX_TOKENS)
@@ -154,6 +173,7 @@ def format_profile(
         hist = profile.get("history") or {}
         facts = list(profile.get("facts") or [])
         facts += [_note_row(n) for n in profile.get("notes") or []]
+    facts += [_other_row(r, now or datetime.now(timezone.utc)) for r in also]
     head = _summary_lines("User Context", CONTEXT_KEYS, ctx) + _summary_lines(
         "History", HISTORY_KEYS, hist
     )

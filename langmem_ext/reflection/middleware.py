@@ -145,14 +145,20 @@ class MemoryPrompt:
 
     def _step(self, engine: MemoryEngine, config: RunnableConfig, query: str | None) -> Any:
         from ..engine import profile as pf
+        from ..engine.lifecycle import records_of
 
         ctx = engine.context(config, namespace=self.namespace, default_tenant=self.default_tenant)
         env = engine.env(ctx)
         if self.kind == "profile":
             profile = yield from pf.get_profile(env)
-            if not (profile.facts or profile.notes or profile.user_context or profile.history):
+            # The user's rules and episodes too: the prompt shows every kind of
+            # memory the user has, whoever wrote it.
+            others = yield from records_of(env, env.layer("user"), ("rule", "episode"))
+            others = [r for r in others if r.retrievable(env.stamp)]
+            shown = (profile.facts, profile.notes, profile.user_context, profile.history, others)
+            if not any(shown):
                 return None
-            return cx.format_profile(profile, self._budget(), self.count)
+            return cx.format_profile(profile, self._budget(), self.count, also=others, now=env.now)
         if not query:
             return None
         text = yield from cx.context_steps(

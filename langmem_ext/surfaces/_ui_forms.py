@@ -56,13 +56,19 @@ def form_fields(spec: Spec[Any, Any], *only: str) -> list[dict[str, Any]]:
 
 
 def form_values(spec: Spec[Any, Any], form: Any) -> dict[str, Any]:
-    """A submitted form as the operation's arguments: empty fields left out
-    (the operation's defaults apply), the rest read as typed."""
+    """A submitted form as the operation's arguments: empty optional fields
+    left out (the operation's defaults apply), the rest read as typed (a blank
+    required field is passed on, for the operation to say what is wrong)."""
     out = {}
     for p in spec.offered():
         raw = form.get(p.public)
-        if raw is not None and str(raw).strip():
-            out[p.name] = read(p, str(raw).strip())
+        if raw is None:
+            continue
+        text = str(raw)
+        if text.strip():
+            out[p.name] = read(p, text.strip())
+        elif p.required:
+            out[p.name] = text
     return out
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -123,6 +125,13 @@ def mcp(
 
     if transport not in ("stdio", "http"):
         raise typer.BadParameter(f"transport must be stdio or http, got {transport!r}")
+    # One line per event on stderr (the SDK's default wraps a failed call's
+    # message over many lines); stdout stays the protocol's, for stdio.
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
     try:
         anonymous_http = transport == "http" and allow_anonymous and callers is None
         needs_callers = callers is not None or token is not None or transport == "http"

@@ -53,14 +53,13 @@ from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.store.base import BaseStore, SearchOp
+from langgraph.store.base import BaseStore
 from pydantic import BaseModel, BeforeValidator, Field, TypeAdapter, WithJsonSchema, create_model
 from pydantic import ValidationError as PydanticValidationError
 
 from ..engine import EngineConfig, EnginesByStore, MemoryEngine, NamespaceTemplate
-from ..engine import lifecycle as lc
 from ..engine.checks import shown
-from ..engine.requests import Batch
+from ..engine.operations import OPERATIONS
 from ..errors import (
     ConfigurationError,
     LangmemError,
@@ -69,7 +68,7 @@ from ..errors import (
     MissingIdentifierError,
 )
 from ..errors import MemoryNotFoundError as _NotFound
-from ..stores import OPERATORS, HybridSearchOp, normalize_filter, supports_hybrid
+from ..stores import OPERATORS, normalize_filter
 from ._tooling import MemoryTool, dumps, resolve_store, short
 
 __all__ = [
@@ -190,7 +189,8 @@ def create_manage_memory_tool(
         store = resolve_store(initial_store, config, name)
         action, key, value = check(content, action, id)
         engine = engines.get(store)
-        return engine, _manage(engine, _env(engine, config), action, key, value)
+        _env(engine, config)  # a caller without a user: a configuration error
+        return engine, _manage(engine, config, action, key, value)
 
     def manage_memory(
         content: Any = None,
@@ -364,20 +364,23 @@ def _env(engine: MemoryEngine, config: RunnableConfig) -> Any:
     return env
 
 
-def _manage(engine: MemoryEngine, env: Any, action: str, key: str | None, value: Any) -> Any:
-    """The tool's one body, a generator of store requests (run sync or async).
-    An update goes through ``revise``: a fact reflection extracted is superseded
-    (new id, history kept), a note is updated in place."""
+def _manage(engine: MemoryEngine, config: Any, action: str, key: str | None, value: Any) -> Any:
+    """The tool's one body, a generator of store requests (run sync or async),
+    made of the catalogue's operations: ``add``, ``revise`` (a fact reflection
+    extracted is superseded: new id, history kept; a note is updated in place)
+    and ``delete``."""
     if action == "delete":
-        yield from lc.delete(env, key)
+        yield from OPERATIONS["delete"].start(engine, config, {"id": key})
         return f"Deleted memory {key}"
     if action == "update":
         try:
-            record = yield from lc.revise(env, str(key), value)
+            record = yield from OPERATIONS["revise"].start(
+                engine, config, {"id": key, "content": value}
+            )
         except _NotFound:
-            raise _not_found(key, env.layer("user").ns) from None
+            raise _not_found(key, engine.env(config).layer("user").ns) from None
         return f"updated memory {record.id}"
-    note = yield from lc.add_note(env, value, None, "global", None, None)
+    note = yield from OPERATIONS["add"].start(engine, config, {"content": value})
     return f"created memory {note.id}"
 
 
@@ -483,13 +486,10 @@ def create_search_memory_tool(
         store = resolve_store(initial_store, config, name)
         limit, offset, filter = check(query, limit, offset, filter)
         engine = engines.get(store)
-        ns = _env(engine, config).layer("user").ns
-        op: Any
-        if supports_hybrid(store):
-            op = HybridSearchOp(ns, filter, limit, offset, query, True, search_mode)
-        else:
-            op = SearchOp(ns, filter, limit, offset, query, True)
-        return engine, _search(op, response_format, engine.metrics, name)
+        _env(engine, config)  # a caller without a user: a configuration error
+        args = {"query": query, "filter": filter, "limit": limit, "offset": offset}
+        step = OPERATIONS["search_items"].start(engine, config, {**args, "mode": search_mode})
+        return engine, _search(step, response_format, engine.metrics, name)
 
     def search_memory(
         query: str | None = None,
@@ -566,9 +566,10 @@ def _shown(item: Any) -> dict[str, Any]:
     return out
 
 
-def _search(op: Any, response_format: str, metrics: Any, name: str) -> Any:
-    """The search tool's one body: one store search, rendered as LangMem does."""
-    [items] = yield Batch([op])
+def _search(step: Any, response_format: str, metrics: Any, name: str) -> Any:
+    """The search tool's one body: the catalogue's ``search_items`` (the
+    caller's own items only), rendered as LangMem does."""
+    items = yield from step
     metrics.search_results(name, ["user"], ["user"] * len(items))
     content = dumps([_shown(item) for item in items])
     return (content, items) if response_format == "content_and_artifact" else content

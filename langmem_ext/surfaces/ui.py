@@ -52,6 +52,7 @@ from starlette.templating import Jinja2Templates
 
 from ..engine import MemoryContext, MemoryEngine
 from ..engine.catalogue import error_text
+from ..engine.env import not_found
 from ..engine.operations import OPERATIONS
 from ..errors import AuthenticationError, LangmemError, MemoryNotFoundError, TenantAccessError
 from ._http import LOOPBACK, SameSiteOnly, check_host_names
@@ -238,7 +239,7 @@ def create_ui_app(
         mid = request.path_params["id"]
         record = await act("get", who, id=mid)
         if record is None:
-            raise MemoryNotFoundError(f"no memory with id {mid!r} among your memories")
+            raise not_found(mid)
         chain = await act("versions", who, id=mid) if record.type == "fact" else []
         events = await act("history", who, id=mid)
         return page(request, "memory.html", status=status, m=record, events=events,
@@ -255,7 +256,7 @@ def create_ui_app(
         mid = request.path_params["id"]
         record = await act("get", who, id=mid)
         if record is None or not record.live:
-            raise MemoryNotFoundError(f"no current memory with id {mid!r} among your memories")
+            raise not_found(mid)
         if str(form.get("version", "")) != record.updated_at:
             # Someone (another tab, the agent) changed it after this form was shown.
             message = (
@@ -284,13 +285,13 @@ def create_ui_app(
     @signed_in
     async def forget(request: Request, who: MemoryContext, form: Any = None) -> Response:
         mid = request.path_params["id"]
+        if form is not None and form.get("confirm") == "yes":
+            await act("forget", who, type=form.get("type"), id=mid)
+            return RedirectResponse("/", status_code=303)
         record = await act("get", who, id=mid)
         if record is None or not record.live:
-            raise MemoryNotFoundError(f"no current memory with id {mid!r} among your memories")
-        if form is None or form.get("confirm") != "yes":
-            return page(request, "forget.html", m=record, forgetting=forget_effect(record))
-        await act("forget", who, type=record.type, id=mid)
-        return RedirectResponse("/", status_code=303)
+            raise not_found(mid)
+        return page(request, "forget.html", m=record, forgetting=forget_effect(record))
 
     @signed_in
     async def export(request: Request, who: MemoryContext) -> Response:

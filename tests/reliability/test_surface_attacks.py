@@ -20,8 +20,9 @@ from starlette.applications import Starlette
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
+from typer.testing import CliRunner
 
-from langmem_ext import SQLiteStore
+from langmem_ext import SQLiteStore, create_manage_memory_tool
 from langmem_ext.engine import MemoryContext, MemoryEngine
 from langmem_ext.stores.transfer import export_jsonl
 from langmem_ext.surfaces.callers import Callers
@@ -294,3 +295,79 @@ def test_in_chromium_rebinding_and_login_csrf_pages_are_refused(world, tally):
         browser.close()
     if dump(store) != before:
         t.violation("the store changed")
+
+
+# -- an org caller and its users -----------------------------------------------------
+
+USERS = {"ada": "Ada's passport is X1234567", "bob": "Bob's salary is 90k"}
+
+
+def test_an_org_caller_never_reads_its_users_memories(tmp_path, tally):
+    import anyio
+    from mcp.client.client import Client
+
+    from langmem_ext import create_search_memory_tool
+    from langmem_ext.surfaces.cli import app as cli
+
+    t = tally("org caller reading its users' memories (tools, MCP, browser, CLI)")
+    db = tmp_path / "org.db"
+    store = SQLiteStore(db)
+    engine = MemoryEngine(store)
+    for user, secret in USERS.items():
+        member = MemoryContext(org_id="acme", user_id=user)
+        create_manage_memory_tool(store=store).invoke(
+            {"content": secret}, {"configurable": {"memory_context": member}}
+        )
+        engine.store_fact(member, "user", "secret", secret)
+    org = MemoryContext(org_id="acme")
+    create_manage_memory_tool(store=store).invoke(
+        {"content": "The org's holiday is in May"}, {"configurable": {"memory_context": org}}
+    )
+    config = {"configurable": {"memory_context": org}}
+    server = create_mcp_server(store, caller=org).server
+    browser = TestClient(create_ui_app(store, caller=org), base_url="http://127.0.0.1:8765")
+
+    def leaked(text: str) -> bool:
+        return any(secret.split(" is ")[1] in text for secret in USERS.values())
+
+    async def mcp(name: str, args: dict) -> str:
+        async with Client(server) as client:  # the MCP SDK's client, in process
+            result = await client.call_tool(name, args)
+        return "".join(getattr(c, "text", "") for c in result.content)
+
+    for _ in range(SCALE):
+        for query in ("passport", "salary", "holiday", ""):
+            seen = {
+                "search_memory tool": create_search_memory_tool(store=store).invoke(
+                    {"query": query, "limit": 50}, config
+                ),
+                "MCP search_memory": anyio.run(mcp, "search_memory", {"query": query}),
+                "MCP memory_search": anyio.run(mcp, "memory_search", {"query": query or "x"}),
+                "MCP memory_recall": anyio.run(mcp, "memory_recall", {"query": query or "x"}),
+                "browser search": browser.get(f"/search?q={query or 'x'}").text,
+                "browser list": browser.get("/").text,
+                "browser export": browser.get("/export").text,
+                "CLI memories search": CliRunner()
+                .invoke(
+                    cli,
+                    [
+                        "memories",
+                        "search",
+                        query or "x",
+                        "--org-id",
+                        "acme",
+                        "--db",
+                        str(db),
+                        "--embed",
+                        "none",
+                    ],
+                )
+                .output,
+            }
+            for surface, text in seen.items():
+                t.case()
+                if leaked(text):
+                    t.violation(f"{surface} ({query!r}) showed a user's memory")
+    # the org's own memory is still found
+    assert "holiday" in create_search_memory_tool(store=store).invoke({"query": "holiday"}, config)
+    store.close()

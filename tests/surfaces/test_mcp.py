@@ -188,3 +188,122 @@ def test_http_refuses_missing_and_wrong_tokens(http_server, token):
     )
     assert reply.status_code == 401
     assert "Berlin" not in reply.text
+
+
+# -- the tool list: derived from the catalogue, kept on purpose ----------------------
+
+SNAPSHOT = Path(__file__).with_name("mcp_tools.json")
+
+
+async def _listing(caller) -> list[dict]:
+    from langmem_ext import SQLiteStore
+    from langmem_ext.surfaces.mcp import create_mcp_server
+
+    server = create_mcp_server(SQLiteStore(), caller=caller).server
+    async with Client(server) as client:
+        tools = (await client.list_tools()).tools
+    return [t.model_dump(by_alias=True, exclude_none=True) for t in tools]
+
+
+def test_the_tool_list_is_the_snapshot_and_every_parameter_is_described(capsys):
+    """A change to the tools (names, parameters, descriptions) is deliberate:
+    LMX_UPDATE_SNAPSHOT=1 rewrites tests/surfaces/mcp_tools.json."""
+    from langmem_ext.engine import MemoryContext
+
+    user = anyio.run(_listing, MemoryContext(user_id="ada"))
+    admin = anyio.run(_listing, MemoryContext("acme", user_id="ops", is_admin=True))
+    reader = anyio.run(_listing, MemoryContext(user_id="eve", read_only=True))
+    if os.environ.get("LMX_UPDATE_SNAPSHOT"):
+        SNAPSHOT.write_text(json.dumps(user, indent=1, ensure_ascii=False) + "\n")
+    assert user == json.loads(SNAPSHOT.read_text())
+    params = [(t["name"], n, p) for t in user for n, p in t["inputSchema"]["properties"].items()]
+    undescribed = [(t, n) for t, n, p in params if not p.get("description")]
+    assert not undescribed
+    names = {n for _, n, _ in params}
+    assert not names & {"butler", "tenant_id", "topic", "trigger_prompt", "rule_id"}
+    assert "butler" not in json.dumps(user)
+    manage = next(t for t in user if t["name"] == "manage_memory")["inputSchema"]["properties"]
+    assert manage["action"]["enum"] == ["create", "update", "delete"]
+    assert {"type": "string", "format": "uuid"} in manage["id"]["anyOf"]
+    # admins are offered the tenant; read-only callers no tool that writes
+    assert all("tenant_id" in t["inputSchema"]["properties"] for t in admin if "memory" in t["name"]
+               and t["name"].startswith("memory_"))  # fmt: skip
+    assert {t["name"] for t in reader} == {
+        "memory_get", "memory_search", "memory_recall", "memory_stats", "memory_context",
+        "search_memory",
+    }  # fmt: skip
+    assert all(t["annotations"]["readOnlyHint"] for t in reader)
+    with capsys.disabled():
+        print(f"\n--- MCP tool list: {len(user)} tools, {len(params)} parameters, "
+              f"{len(params) - len(undescribed)} described ---")  # fmt: skip
+        for t in user:
+            print(f"{t['name']}({', '.join(t['inputSchema']['properties'])})")
+
+
+MOOD = {"subject": "user", "predicate": "mood", "content": "calm"}
+
+
+def test_a_bad_call_is_an_error_result_with_its_message_and_one_log_line(tmp_path, capsys):
+    port = _free_port()
+    log = tmp_path / "server.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen(
+            [*CLI, "--db", str(tmp_path / "m.db"), "--transport", "http", "--port", str(port)],
+            env=_env(tmp_path),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None, log.read_text()
+                time.sleep(0.1)
+        url = f"http://127.0.0.1:{port}/mcp"
+
+        async def session():
+            async with _client(url, "tok-ada-0001") as ada:
+                calls = [
+                    ("manage_memory", {"action": "update", "content": "Likes tea"}),
+                    ("manage_memory", {"action": "delete", "id": "not a uuid!"}),
+                    (
+                        "memory_store_fact",
+                        {
+                            "subject": "user",
+                            "predicate": "mood",
+                            "content": "calm",
+                            "importance": 11,
+                        },
+                    ),
+                    ("memory_get", {"type": "fact", "id": "no-such-id"}),
+                    ("search_memory", {"query": "tea", "filter": {"n": {"$near": 1}}}),
+                ]
+                out = []
+                for name, args in calls:
+                    out.append(await call(ada, name, args, "ada"))
+                return out
+
+        results = anyio.run(session)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    codes = ["INVALID_TOOL_INPUT", "INVALID_TOOL_INPUT", "INVALID_VALUE", "MEMORY_NOT_FOUND",
+             "INVALID_TOOL_INPUT"]  # fmt: skip
+    for (is_error, text), code in zip(results, codes, strict=True):
+        assert is_error and text.startswith(f"{code}: "), text
+    assert "You must provide a MEMORY ID" in results[0][1]
+    server_log = log.read_text()
+    assert "Traceback" not in server_log
+    failures = [line for line in server_log.splitlines() if "failed" in line]
+    assert len(failures) == len(calls_made := results), server_log
+    for line, (_, text) in zip(failures, results, strict=True):  # the whole message, one line
+        assert text.split(". ")[0] in line, line
+    with capsys.disabled():
+        print("\n--- MCP: model-readable errors (streamable HTTP, the SDK's client) ---")
+        print("\n".join(TRANSCRIPT))
+        print("--- the server's log for those calls ---\n" + "\n".join(failures))
+    TRANSCRIPT.clear()
+    assert calls_made

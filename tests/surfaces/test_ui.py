@@ -234,7 +234,9 @@ def test_bad_forms_are_errors_and_change_nothing(world):
         assert r.status_code == 400 and 'class="error"' in r.text and code in r.text, change
     r = client.post(f"/memory/{ids['berlin']}/edit", data={"content": "Lives in Munich"})
     assert r.status_code == 403  # no form token: a cross-site request
-    r = client.post(f"/memory/{ids['bob']}/forget", data={"csrf": csrf, "confirm": "yes"})
+    r = client.post(
+        f"/memory/{ids['bob']}/forget", data={"csrf": csrf, "confirm": "yes", "type": "fact"}
+    )
     assert r.status_code == 404
     r = client.post("/new/fact", data={"csrf": csrf, "subject": "user", "predicate": "x",
                                        "content": "y", "importance": "11"})  # fmt: skip
@@ -254,7 +256,7 @@ def test_forget_asks_first_and_says_what_it_does(world):
     assert "Forget this rule?" in unconfirmed.text and engine.get(ADA, ids["rule"]).live
     r = client.post(
         f"/memory/{ids['rule']}/forget",
-        data={"csrf": csrf, "confirm": "yes"},
+        data={"csrf": csrf, "confirm": "yes", "type": "rule"},
         follow_redirects=True,
     )
     assert r.status_code == 200 and "Answer in German" not in r.text
