@@ -197,7 +197,8 @@ class ExtractionError(ProviderError):
 
 
 class InvalidOperationError(LangmemError, ValueError):
-    """The operation does not apply to this memory (confirming an episode)."""
+    """The operation does not apply as asked: confirming an episode, or an
+    import that would overwrite existing items without ``replace=True``."""
 
     code = "INVALID_OPERATION"
 

@@ -31,6 +31,7 @@ from ..errors import ConfigurationError, InvalidValueError
 from ._filters import normalize_filter
 from ._metrics import op_name, shared_metrics
 from ._ops import (
+    MAX_TTL,
     SEARCH_MODES,
     HybridSearchOp,
     PreparedPut,
@@ -76,8 +77,13 @@ def check_ttl_config(ttl: Any) -> TTLConfig | None:
             isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < math.inf
         ):
             raise ConfigurationError(
-                f"ttl[{key!r}] must be a positive number of minutes, got {v!r}"
+                f"ttl[{key!r}] must be a positive number of minutes, got {shown(v)}"
             )
+    if ttl.get("default_ttl") is not None and ttl["default_ttl"] > MAX_TTL:
+        raise ConfigurationError(
+            f"ttl['default_ttl'] must be at most {MAX_TTL:,.0f} minutes (about 1,900 years), "
+            f"got {shown(ttl['default_ttl'])}; leave it out for items that never expire"
+        )
     for key in ("refresh_on_read", "omit_expired"):
         if not isinstance(ttl.get(key, True), bool):
             raise ConfigurationError(f"ttl[{key!r}] must be True or False, got {ttl[key]!r}")
@@ -169,10 +175,13 @@ def _guarded(name: str) -> Any:
         ns = args[0] if args else kwargs.get("namespace")
         check_namespace(ns, allow_empty=name.lstrip("a") == "get")
         key = args[1] if len(args) > 1 else kwargs.get("key")
-        if isinstance(key, list | tuple | dict | set | frozenset | bytes | bytearray):
-            # LangGraph turns a key into text with str(), which a container
-            # nested thousands deep turns into a RecursionError.
-            raise InvalidValueError(f"key must be a string, got {type(key).__name__} {shown(key)}")
+        if not isinstance(key, str):
+            # LangGraph would store str(key): get(ns, None) would look up "None"
+            # and batch([GetOp(ns, 1)]) would be refused where get(ns, 1) is not.
+            raise InvalidValueError(
+                f"key must be a string, got {type(key).__name__} {shown(key)}; "
+                "pass str(key) if that text is the key"
+            )
 
     if inspect.iscoroutinefunction(base):
 

@@ -55,6 +55,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ..errors import InvalidValueError
+from ._ops import check_text
 
 __all__ = ["OPERATORS", "Condition", "normalize_filter"]
 
@@ -110,6 +111,7 @@ def normalize_filter(filter: Mapping[str, Any] | None) -> list[Condition]:
 def _split_key(key: Any, parent: tuple[str, ...]) -> tuple[str, ...]:
     if not isinstance(key, str) or not key:
         raise InvalidValueError(f"filter field names must be non-empty strings, got {key!r}")
+    check_text(key, f"filter field {key[:40]!r}")
     parts = tuple(key.split("."))
     if any(not p for p in parts):
         raise InvalidValueError(
@@ -192,8 +194,11 @@ def _check(path: tuple[str, ...], op: Any, operand: Any) -> Condition:
 
 
 def _number(v: Any) -> Any:
-    """Integers beyond 64 bits become floats: databases hold 64-bit integers."""
+    """Integers beyond 64 bits become floats: databases hold 64-bit integers;
+    beyond the largest float, ``±inf`` (then compared as ``±inf`` is)."""
     if isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**63:
+        if not -_MAX <= v <= _MAX:
+            return math.inf if v > 0 else -math.inf
         return float(v)
     return v
 
@@ -215,12 +220,16 @@ def _range(op: str, v: Any) -> tuple[str, Any]:
 
 
 def _check_json(v: Any, where: str) -> None:
-    if v is None or isinstance(v, (str, bool, int, float)):
+    if isinstance(v, str):
+        check_text(v, f"the operand of {where}")
+        return
+    if v is None or isinstance(v, (bool, int, float)):
         return
     if isinstance(v, Mapping):
         for k, x in v.items():
             if not isinstance(k, str):
                 raise InvalidValueError(f"{where}: object keys must be strings, got {k!r}")
+            check_text(k, f"an object key in the operand of {where}")
             _check_json(x, where)
         return
     if isinstance(v, (list, tuple, set, frozenset)):

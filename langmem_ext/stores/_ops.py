@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 import reprlib
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -27,11 +28,13 @@ from ..errors import InvalidNamespaceError, InvalidValueError
 
 __all__ = [
     "MAX_COUNT",
+    "MAX_TTL",
     "HybridSearchOp",
     "PreparedPut",
     "SearchMode",
     "check_count",
     "check_namespace",
+    "check_text",
     "decode_namespace",
     "encode_namespace",
     "iso_now",
@@ -139,6 +142,8 @@ def prepare_ops(
                 raise InvalidValueError(
                     f"search query must be a string or None, got {type(op.query).__name__}"
                 )
+            check_text(op.query, "the search query")
+            _check_refresh(op.refresh_ttl)
         elif isinstance(op, ListNamespacesOp):
             op = _check_list_namespaces(op)
         else:
@@ -149,6 +154,9 @@ def prepare_ops(
                 raise InvalidValueError(
                     f"key must be a non-empty string without NUL (\\x00), got {shown(op.key)}"
                 )
+            check_text(op.key, "the key")
+            if isinstance(op, GetOp):
+                _check_refresh(op.refresh_ttl)
         if isinstance(op, PutOp):
             if (
                 op.index is not None
@@ -167,6 +175,14 @@ def prepare_ops(
             reads.append((i, op))
         ops[i] = op
     return ops, reads, puts
+
+
+def _check_refresh(refresh: Any) -> None:
+    if not isinstance(refresh, bool):
+        raise InvalidValueError(
+            f"refresh_ttl must be True, False or None, got {type(refresh).__name__} "
+            f"{shown(refresh)}"
+        )
 
 
 # Larger counts overflow SQLite's (and PostgreSQL's) 64-bit integers.
@@ -191,6 +207,34 @@ def shown(value: Any) -> str:
     """``repr`` for error messages, bounded: a value nested thousands deep or
     megabytes long is shortened, never a RecursionError or a huge message."""
     return _REPR.repr(value)
+
+
+# Code points U+D800-U+DFFF: halves of a UTF-16 pair, not characters. A Python
+# string can hold one alone (json.loads('"\\ud800"'), surrogateescape) but no
+# database can store it as UTF-8 text.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_text(text: str | None, what: str) -> None:
+    r"""Raise :class:`InvalidValueError` if ``text`` holds a lone surrogate
+    (not valid Unicode, so no store can keep it).
+
+    Examples:
+        >>> check_text("tea ☕", "the key")
+        >>> check_text("a\ud800b", "the key")
+        Traceback (most recent call last):
+        ...
+        langmem_ext.errors.InvalidValueError: the key contains a lone surrogate ('\ud800' ...
+    """
+    if text is None or text.isascii():
+        return
+    found = _SURROGATE.search(text)
+    if found is not None:
+        raise InvalidValueError(
+            f"{what} contains a lone surrogate ({found.group()!r} at position "
+            f"{found.start()}), which is not valid Unicode text; remove it or decode the "
+            "text with errors='replace'"
+        )
 
 
 def check_namespace(namespace: Any, allow_empty: bool = False, wildcards: bool = False) -> None:
@@ -227,6 +271,11 @@ def _check_labels(namespace: tuple[Any, ...]) -> None:
         raise InvalidNamespaceError(
             f"namespace {shown(namespace)} contains the NUL character (\\x00); remove it"
         )
+    for label in namespace:
+        try:
+            check_text(label, f"namespace label {shown(label)}")
+        except InvalidValueError as e:
+            raise InvalidNamespaceError(str(e)) from None
 
 
 def _check_list_namespaces(op: ListNamespacesOp) -> ListNamespacesOp:
@@ -262,7 +311,9 @@ def dump_value(namespace: tuple[str, ...], key: str, value: Any) -> str:
             "only have string keys"
         )
     try:
-        return json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
+        text = json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
+        check_text(text, f"value for {namespace}/{shown(key)}")
+        return text
     except RecursionError:
         raise InvalidValueError(
             f"value for {namespace}/{shown(key)} is nested too deeply to store as JSON"
@@ -274,13 +325,33 @@ def dump_value(namespace: tuple[str, ...], key: str, value: Any) -> str:
         ) from e
 
 
+#: The longest TTL, in minutes (about 1,900 years): the expiry must be a time
+#: every store can hold (PostgreSQL's timestamps end in the year 294276).
+MAX_TTL = 1e9
+
+
 def check_ttl(ttl: Any) -> float | None:
+    """A TTL in minutes as a float: a positive finite number up to
+    :data:`MAX_TTL`, or None (never expires).
+
+    Examples:
+        >>> check_ttl(90)
+        90.0
+    """
     if ttl is None:
         return None
-    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not math.isfinite(ttl):
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float):
+        raise InvalidValueError(f"ttl must be a number of minutes or None, got {shown(ttl)}")
+    # Compared as given: float() of an int beyond 1e308 overflows.
+    if isinstance(ttl, float) and math.isnan(ttl):
         raise InvalidValueError(f"ttl must be a number of minutes or None, got {shown(ttl)}")
     if ttl <= 0:
         raise InvalidValueError(f"ttl must be positive (minutes), got {shown(ttl)}")
+    if ttl > MAX_TTL:
+        raise InvalidValueError(
+            f"ttl must be at most {MAX_TTL:,.0f} minutes (about 1,900 years), got {shown(ttl)}; "
+            "use ttl=None for items that never expire"
+        )
     return float(ttl)
 
 

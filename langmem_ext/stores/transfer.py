@@ -4,16 +4,23 @@ per line, so a SQLite file can move to PostgreSQL and back.
 A line holds ``namespace`` (a list of labels), ``key``, ``value``,
 ``created_at`` and ``updated_at`` (ISO-8601), ``indexed`` (whether the item
 is embedded and keyword-indexed), ``ttl`` (minutes, or null) and
-``expires_at``. Importing into this package's stores re-creates every field:
-the item is re-embedded when it was indexed (by the target store's embedder)
-and its timestamps and expiry are those of the export. Other stores
-work too, through the plain API: exported without indexing, TTL and expiry
-(unknown there), imported with the import's time as timestamps.
+``expires_at``. Lines end with ``\n`` only, as JSON Lines defines them: the
+Unicode line separators U+2028, U+2029 and U+0085 in a value are written as
+``\u2028``-style escapes, so no reader splits a line at them. Exports list
+items by namespace and key, so exporting the same items gives the same bytes.
 
-Import reads every line before it writes anything: malformed lines are an
-:class:`~langmem_ext.errors.InvalidValueError` naming their line numbers and
-nothing is imported, unless ``skip_bad=True`` (the bad lines are reported and
-skipped).
+Importing into this package's stores re-creates every field: the item is
+re-embedded when it was indexed (by the target store's embedder) and its
+timestamps and expiry are those of the export. Other stores work too, through
+the plain API: exported without indexing, TTL and expiry (unknown there),
+imported with the import's time as timestamps.
+
+Import checks every line before it writes anything, and on this package's
+stores writes them all in one transaction: bad lines (malformed, or refused by
+the store) are an :class:`~langmem_ext.errors.InvalidValueError` naming their
+line numbers and nothing is imported, unless ``skip_bad=True`` (the good lines
+are imported, the bad ones reported). Items that exist already are replaced
+only with ``replace=True``.
 
 Examples:
     >>> import io
@@ -36,22 +43,25 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import IO, Any
 
-from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.base import BaseStore
 
-from ..errors import InvalidValueError
-from ._ops import check_namespace, check_ttl, dump_value
+from ..errors import InvalidOperationError
+from ._import import existing, malformed, read_lines, write_lines
+from ._ops import check_namespace
 
 __all__ = ["ImportReport", "export_jsonl", "import_jsonl", "iter_rows"]
 
 _PAGE = 1000
-_BATCH = 500
+# Line breaks to Unicode but not to JSON Lines: escaped, the line reads back
+# the same everywhere (json.dumps leaves them raw with ensure_ascii=False).
+_LINE_BREAKS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
 
 
 def iter_rows(store: BaseStore, namespace_prefix: tuple[str, ...] = ()) -> Iterator[dict[str, Any]]:
-    """Every item under ``namespace_prefix`` as an export line (a dict).
+    """Every item under ``namespace_prefix`` as an export line (a dict); on
+    this package's stores in namespace and key order.
 
     Examples:
         >>> from langmem_ext import SQLiteStore
@@ -63,7 +73,7 @@ def iter_rows(store: BaseStore, namespace_prefix: tuple[str, ...] = ()) -> Itera
     check_namespace(namespace_prefix, allow_empty=True)
     page = getattr(store, "_transfer_page", None)
     if page is not None:
-        after = 0
+        after = None
         while True:
             rows = page(tuple(namespace_prefix), after, _PAGE)
             for _, row in rows:
@@ -96,18 +106,24 @@ def export_jsonl(
 ) -> int:
     """Write every item under ``namespace_prefix`` to ``out``, one JSON object
     per line; returns how many. ``progress`` is called with the running count.
+    Text stays readable (not ``\\u``-escaped) except the Unicode line
+    separators; open files with ``newline=""`` so lines end with ``\\n`` on
+    every system.
 
     Examples:
         >>> import io
         >>> from langmem_ext import SQLiteStore
         >>> store = SQLiteStore()
-        >>> store.put(("user", "ada"), "m1", {"content": "Likes tea"})
-        >>> export_jsonl(store, io.StringIO(), ("user",))
+        >>> store.put(("user", "ada"), "m1", {"content": "Tee\u2028oder Kaffee ☕"})
+        >>> out = io.StringIO()
+        >>> export_jsonl(store, out, ("user",))
         1
+        >>> '"Tee\\\\u2028oder Kaffee ☕"' in out.getvalue()
+        True
     """
     n = 0
     for row in iter_rows(store, namespace_prefix):
-        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        out.write(json.dumps(row, ensure_ascii=False).translate(_LINE_BREAKS) + "\n")
         n += 1
         if progress is not None:
             progress(n)
@@ -119,7 +135,10 @@ class ImportReport:
     """What :func:`import_jsonl` did.
 
     Attributes:
-        imported: items written.
+        imported: items written (``created + replaced``).
+        created: items that were not in the store before.
+        replaced: items that existed (same namespace and key) and were
+            overwritten; only with ``replace=True``.
         bad: ``(line number, what is wrong)`` for each line skipped.
         timestamps_restored: whether the items kept their exported timestamps
             and expiry (this package's stores); otherwise they carry the
@@ -127,103 +146,90 @@ class ImportReport:
     """
 
     imported: int = 0
+    created: int = 0
+    replaced: int = 0
     bad: list[tuple[int, str]] = field(default_factory=list)
     timestamps_restored: bool = False
 
 
-class _Line:
-    __slots__ = ("op", "times")
-
-    def __init__(self, op: PutOp, times: dict[str, datetime | None]) -> None:
-        self.op, self.times = op, times
-
-
-def _time(row: dict[str, Any], name: str) -> datetime | None:
-    text = row.get(name)
-    if text is None:
-        return None
-    try:
-        if not isinstance(text, str):
-            raise ValueError
-        ts = datetime.fromisoformat(text)
-    except ValueError:
-        raise ValueError(
-            f"{name!r} must be an ISO-8601 time such as 2026-01-31T12:00:00+00:00"
-        ) from None
-    if ts.tzinfo is None:
-        raise ValueError(f"{name!r} needs a time zone (e.g. +00:00)")
-    return ts
-
-
-def _parse(text: str) -> _Line:
-    try:
-        row = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"not JSON ({e.msg} at column {e.colno})") from None
-    if not isinstance(row, dict):
-        raise ValueError("not a JSON object")
-    ns, key, value = row.get("namespace"), row.get("key"), row.get("value")
-    if not isinstance(key, str) or not key:
-        raise ValueError("'key' must be a non-empty string")
-    if not isinstance(ns, list) or not ns:
-        raise ValueError("'namespace' must be a non-empty list of labels")
-    # The store's own checks, before anything is written: a line the store
-    # would refuse is a bad line, not a half-finished import.
-    check_namespace(tuple(ns))
-    dump_value(tuple(ns), key, value)
-    ttl = check_ttl(row.get("ttl"))
-    indexed = row.get("indexed", True)
-    if not isinstance(indexed, bool):
-        raise ValueError("'indexed' must be true or false")
-    times = {name: _time(row, name) for name in ("created_at", "updated_at", "expires_at")}
-    return _Line(PutOp(tuple(ns), key, value, None if indexed else False, ttl), times)
-
-
 def import_jsonl(
     store: BaseStore,
-    lines: Iterable[str],
+    lines: Iterable[str | bytes],
     *,
     skip_bad: bool = False,
+    replace: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> ImportReport:
-    """Import items written by :func:`export_jsonl` (or by hand); an item with
-    the same namespace and key is replaced. ``progress`` is called with the
-    running count.
+    """Import items written by :func:`export_jsonl` (or by hand).
+
+    ``lines`` are the file's lines: a file opened in binary mode (each line
+    decoded as UTF-8) or text mode, or a list of strings. Split a whole text
+    with ``text.split("\\n")``, never ``splitlines()``, which also splits
+    at line separators inside values. Of several lines for one namespace and
+    key, the last wins. ``progress`` is called with the number of lines
+    checked and embedded so far.
+
+    On this package's stores the import is one transaction: it is all
+    written or, when it fails, nothing is. Other stores are written 500 items
+    at a time, so a failure there can leave the batches before it.
+
+    Args:
+        skip_bad: import the good lines and list the bad ones in
+            :attr:`ImportReport.bad` (by line number) instead of refusing.
+        replace: overwrite items that already exist; without it an import
+            that would replace any item writes nothing.
 
     Raises:
-        InvalidValueError: malformed lines (each with its number and what is
-            wrong) and ``skip_bad`` is false; nothing was imported.
+        InvalidValueError: bad lines (malformed JSON or UTF-8, a value the
+            store refuses: each named with its number and what is wrong) and
+            ``skip_bad`` is false; nothing was imported.
+        InvalidOperationError: items already exist and ``replace`` is false;
+            ``details`` holds ``replaced`` (how many) and ``namespaces``;
+            nothing was imported.
 
     Examples:
         >>> from langmem_ext import SQLiteStore
+        >>> store = SQLiteStore()
         >>> line = '{"namespace": ["user", "ada"], "key": "m1", "value": {"content": "Tea"}}'
-        >>> import_jsonl(SQLiteStore(), [line, "{oops"], skip_bad=True).bad
+        >>> import_jsonl(store, [line, "{oops"], skip_bad=True).bad
         [(2, 'not JSON (Expecting property name enclosed in double quotes at column 2)')]
+        >>> report = import_jsonl(store, [line], replace=True)
+        >>> report.created, report.replaced
+        (0, 1)
     """
     report = ImportReport()
-    parsed: list[_Line] = []
-    for number, text in enumerate(lines, 1):
-        if not text.strip():
-            continue
-        try:
-            parsed.append(_parse(text))
-        except ValueError as e:
-            report.bad.append((number, str(e)))
+    latest: dict[tuple[tuple[str, ...], str], Any] = {}
+    for number, line in read_lines(lines):
+        if isinstance(line, str):
+            report.bad.append((number, line))
+        else:
+            latest[(line.op.namespace, line.op.key)] = line
+    parsed = sorted(latest.values(), key=lambda x: x.number)
+    report.bad += existing(store, parsed)
     if report.bad and not skip_bad:
-        shown = "; ".join(f"line {n}: {why}" for n, why in report.bad[:10])
-        more = f" (and {len(report.bad) - 10} more)" if len(report.bad) > 10 else ""
-        raise InvalidValueError(
-            f"{len(report.bad)} malformed line(s), nothing imported: {shown}{more}. Fix them, "
-            "or import the other lines with skip_bad=True (--skip-bad on the command line)"
-        )
-    restore = getattr(store, "_restore_timestamps", None)
-    report.timestamps_restored = restore is not None
-    for start in range(0, len(parsed), _BATCH):
-        chunk = parsed[start : start + _BATCH]
-        store.batch([line.op for line in chunk])
-        if restore is not None:
-            restore([(line.op.namespace, line.op.key, line.times) for line in chunk])
-        report.imported += len(chunk)
-        if progress is not None:
-            progress(report.imported)
+        raise malformed(report.bad)
+    unknown = {n for n, _ in report.bad}
+    parsed = [x for x in parsed if x.number not in unknown]
+    clashes = [x for x in parsed if x.existed]
+    if clashes and not replace:
+        raise _would_replace(clashes)
+    written, bad, report.timestamps_restored = write_lines(store, parsed, skip_bad, progress)
+    report.bad = sorted(report.bad + bad)
+    report.imported = len(written)
+    report.replaced = sum(x.existed for x in written)
+    report.created = report.imported - report.replaced
     return report
+
+
+def _would_replace(clashes: list[Any]) -> InvalidOperationError:
+    namespaces = sorted({"/".join(x.op.namespace) for x in clashes})
+    listed = ", ".join(namespaces[:5]) + (
+        f" (and {len(namespaces) - 5} more)" if len(namespaces) > 5 else ""
+    )
+    return InvalidOperationError(
+        f"{len(clashes)} item(s) would replace existing ones (same namespace and key) in "
+        f"namespaces {listed}; nothing imported. Check that the file is meant for this "
+        "store, then pass replace=True (--replace on the command line) to overwrite them",
+        replaced=len(clashes),
+        namespaces=namespaces,
+    )

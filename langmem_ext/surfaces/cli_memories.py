@@ -66,7 +66,7 @@ def export_(
             if str(out) == "-":
                 n = export_jsonl(store, sys.stdout, _ns(namespace))
             else:
-                with out.open("w", encoding="utf-8") as fh:
+                with out.open("w", encoding="utf-8", newline="") as fh:
                     n = export_jsonl(
                         store,
                         fh,
@@ -85,22 +85,38 @@ def import_(
     skip_bad: Annotated[
         bool, typer.Option(help="Import the good lines and report the bad ones.")
     ] = False,
+    replace: Annotated[
+        bool,
+        typer.Option(help="Overwrite items that already exist (same namespace and key)."),
+    ] = False,
     embed: Embed = "local",
 ) -> None:
-    """Import items written by export (into SQLite or PostgreSQL); a malformed
-    line stops the import before anything is written, unless --skip-bad.
+    """Import items written by export (into SQLite or PostgreSQL), all or
+    nothing: a bad line, or an item that exists already (without --replace),
+    stops the import before anything is written. --skip-bad imports the good
+    lines and lists the bad ones.
 
     Example: langmem-ext memories import backup.jsonl --db postgresql://app@db/memories
     """
     try:
-        lines = source.read_text(encoding="utf-8").splitlines()
+        with source.open("rb") as fh:
+            lines = fh.readlines()  # split at b"\n" only, as JSON Lines are
         with _open(db, embed) as store, _progress("import") as bar:
             task = bar.add_task("import", total=len(lines))
             report = import_jsonl(
-                store, lines, skip_bad=skip_bad, progress=lambda k: bar.update(task, completed=k)
+                store,
+                lines,
+                skip_bad=skip_bad,
+                replace=replace,
+                progress=lambda k: bar.update(task, completed=k),
             )
     except (LangmemError, OSError) as e:
+        bad = e.details.get("bad", []) if isinstance(e, LangmemError) else []
+        for number, why in bad if len(bad) > 10 else []:  # the error names ten
+            Console(stderr=True).print(f"line {number}: {why}", highlight=False, markup=False)
         raise _fail(e) from e
     for number, why in report.bad:
-        Console(stderr=True).print(f"skipped line {number}: {why}", highlight=False)
-    Console(stderr=True).print(f"imported {report.imported} items")
+        Console(stderr=True).print(f"skipped line {number}: {why}", highlight=False, markup=False)
+    Console(stderr=True).print(
+        f"imported {report.imported} items ({report.created} new, {report.replaced} replaced)"
+    )

@@ -2,8 +2,9 @@
 """Fuzzing the public entry points: any value in any argument either works or
 raises one of the package's errors (each a ValueError, TypeError, LookupError
 or PermissionError subclass with a message), and a call that fails changes
-nothing stored. Never a bare TypeError, AttributeError, OverflowError or
-RecursionError from deep inside."""
+nothing stored. Never a bare TypeError, AttributeError, OverflowError,
+RecursionError or UnicodeEncodeError from deep inside. The store calls run on
+SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from langmem_ext import (
 from langmem_ext.engine import MemoryContext, MemoryEngine, NamespaceTemplate, RetryPolicy
 from langmem_ext.errors import LangmemError
 from langmem_ext.reflection import ReflectionSettings, memory_context
+from langmem_ext.stores.postgres import PostgresStore
 from tests.embeddings import WordEmbeddings
 
 from .test_findings import snapshot
@@ -47,7 +49,7 @@ class Deep:
 ODD = st.sampled_from(
     [
         None, True, 0, -1, 2**63, -(2**64), 10**400, math.nan, math.inf, -math.inf, 1e308,
-        "", " ", "\x00", "a\x00b", "💥" * 3, "x" * 100_000, b"bytes", bytearray(b"x"),
+        "", " ", "\x00", "a\x00b", "a\ud800", "\u2028", "💥" * 3, "x" * 100_000, b"bytes", bytearray(b"x"),
         [], {}, (), set(), frozenset({1}), object(), Deep(), {"$ne": None},
         {"a": {"$gt": math.nan}}, ["a", "b"], ("user", "ada"), ("user", ""), ("a", "\x00"),
         ("a.b",), ("*",), {"content": "x"}, {"content": None}, {"content": ["x"]},
@@ -64,18 +66,36 @@ VALUE = st.one_of(ODD, JSONISH, st.text(max_size=30), st.integers())
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
+def world(tmp_path_factory, pg_server):
     index = {"dims": 16, "embed": WordEmbeddings(16), "fields": ["content"]}
     store = SQLiteStore(tmp_path_factory.mktemp("fuzz") / "f.db", index=index)
     engine = MemoryEngine(store, retry=RetryPolicy(retries=0, base_delay=0.0))
     ctx = MemoryContext("acme", user_id="ada")
     fact = engine.store_fact(ctx, "user", "city", "Lives in Berlin")
     store.put(("user", "ada"), "n1", {"content": "a note"})
-    yield store, engine, ctx, fact.id
+    # The same store calls on PostgreSQL.
+    pg = PostgresStore(pg_server.fresh_schema(), index=index, pool_config={"max_size": 2})
+    pg.put(("user", "ada"), "n1", {"content": "a note"})
+    yield store, engine, ctx, fact.id, pg
     store.close()
+    pg.close()
 
 
-def _entry_points(store, engine, ctx, fact_id):
+def _store_points(prefix, store):
+    return {
+        f"{prefix}.put": lambda a, b, c: store.put(a, b, c),
+        f"{prefix}.put(ns)": lambda a, b, c: store.put(("user", "ada"), a, {"content": "x", "n": b}),
+        f"{prefix}.put(ttl, index)": lambda a, b, c: store.put(("user", "ada"), "k", {"content": "x"}, ttl=a, index=b),
+        f"{prefix}.get": lambda a, b, c: store.get(a, b, refresh_ttl=c),
+        f"{prefix}.search": lambda a, b, c: store.search(("user",), query=a, filter=b, limit=c),
+        f"{prefix}.search(ns)": lambda a, b, c: store.search(a, offset=b, refresh_ttl=c),
+        f"{prefix}.delete": lambda a, b, c: store.delete(a, b),
+        f"{prefix}.list_namespaces": lambda a, b, c: store.list_namespaces(prefix=a, max_depth=b, limit=c),
+        f"{prefix}.batch": lambda a, b, c: store.batch(a),
+    }  # fmt: skip
+
+
+def _entry_points(store, engine, ctx, fact_id, pg):
     manage = create_manage_memory_tool(store=store)
     search = create_search_memory_tool(store=store)
     cfg = {"configurable": {"user_id": "ada"}}
@@ -84,15 +104,9 @@ def _entry_points(store, engine, ctx, fact_id):
         return tool.invoke({"type": "tool_call", "id": "c", "name": tool.name, "args": args}, cfg)
 
     return {
-        # stores
-        "store.put": lambda a, b, c: store.put(a, b, c),
-        "store.put(ns)": lambda a, b, c: store.put(("user", "ada"), a, {"content": "x", "n": b}),
-        "store.get": lambda a, b, c: store.get(a, b),
-        "store.search": lambda a, b, c: store.search(("user",), query=a, filter=b, limit=c),
-        "store.search(ns)": lambda a, b, c: store.search(a, offset=b),
-        "store.delete": lambda a, b, c: store.delete(a, b),
-        "store.list_namespaces": lambda a, b, c: store.list_namespaces(prefix=a, max_depth=b, limit=c),
-        "store.batch": lambda a, b, c: store.batch(a),
+        # stores, SQLite and PostgreSQL
+        **_store_points("store", store),
+        **_store_points("pgstore", pg),
         # engine
         "engine.store_fact": lambda a, b, c: engine.store_fact(ctx, a, b, c),
         "engine.store_fact(kw)": lambda a, b, c: engine.store_fact(ctx, "s", "p", "x", importance=a, confidence=b, category=c),
@@ -130,10 +144,11 @@ def _entry_points(store, engine, ctx, fact_id):
 @given(data=st.data())
 def test_every_entry_point_fails_clearly_and_changes_nothing(world, data, tally):
     t = tally("fuzzed arguments at public entry points")
-    store, engine, ctx, fact_id = world
-    points = _entry_points(store, engine, ctx, fact_id)
+    sqlite, engine, ctx, fact_id, pg = world
+    points = _entry_points(sqlite, engine, ctx, fact_id, pg)
     name = data.draw(st.sampled_from(sorted(points)))
     a, b, c = (Deep.build(data.draw(VALUE)) for _ in range(3))
+    store = pg if name.startswith("pgstore.") else sqlite
     before = snapshot(store)
     t.case()
     try:

@@ -1,4 +1,5 @@
-"""Store hardening: poisoned vectors refused, wrong-type inputs are clear errors.
+"""Store hardening: poisoned vectors refused, wrong-type inputs are clear errors
+(on SQLite and PostgreSQL alike).
 
 The fuzz test runs a few hundred examples in the normal suite; set
 ``LMX_FUZZ_EXAMPLES`` (e.g. 20000) for a long run.
@@ -17,6 +18,7 @@ from langgraph.store.base import GetOp, PutOp, SearchOp
 
 from langmem_ext import SQLiteStore
 from langmem_ext.errors import InvalidEmbeddingError, LangmemError
+from langmem_ext.stores.postgres import PostgresStore
 from tests.embeddings import WordEmbeddings
 
 EXAMPLES = int(os.environ.get("LMX_FUZZ_EXAMPLES", "150"))
@@ -137,9 +139,14 @@ def _calls(store):
     }
 
 
-@pytest.fixture(scope="module")
-def fuzz_store(tmp_path_factory):
-    store = _store(tmp_path_factory.mktemp("fuzz") / "f.db", WordEmbeddings(16))
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def fuzz_store(request, tmp_path_factory):
+    if request.param == "sqlite":
+        store = _store(tmp_path_factory.mktemp("fuzz") / "f.db", WordEmbeddings(16))
+    else:
+        dsn = request.getfixturevalue("pg_server").fresh_schema()
+        index = {"dims": 16, "embed": WordEmbeddings(16), "fields": ["text"]}
+        store = PostgresStore(dsn, index=index, pool_config={"max_size": 2})
     store.put(("ok",), "keep", {"text": "kept item", "n": 1})
     yield store
     store.close()
@@ -164,6 +171,49 @@ def test_fuzz_wrong_types_are_clear_errors(fuzz_store, call, a, b, c, d):
         assert isinstance(e, ValueError | TypeError), repr(e)
     # Whatever happened, the store still answers and the seeded item is intact.
     assert fuzz_store.get(("ok",), "keep").value == {"text": "kept item", "n": 1}
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda s: s.search(("u",), limit=2**63),
+        lambda s: s.search(("u",), offset=-1),
+        lambda s: s.search(("u",), limit="10"),
+        lambda s: s.search("u"),
+        lambda s: s.search(("u",), query=42),
+        lambda s: s.search(("u",), query="tea\ud800"),
+        lambda s: s.search(("u",), filter=[("a", 1)]),
+        lambda s: s.search(("u",), filter={"a": "\udfff"}),
+        lambda s: s.search(("u",), refresh_ttl="no"),
+        lambda s: s.put(("u",), "k", "value"),
+        lambda s: s.put(("u",), "k", {"v": 1}, ttl="soon"),
+        lambda s: s.put(("u",), "k", {"v": 1}, ttl=10**400),
+        lambda s: s.put(("u",), "k", {"v": 1}, ttl=2**70),
+        lambda s: s.put(("u",), "k", {"v": "a\ud800"}),
+        lambda s: s.put(("u", "\udc00"), "k", {"v": 1}),
+        lambda s: s.put(("u",), None, {"v": 1}),
+        lambda s: s.get("u", "k"),
+        lambda s: s.get(("u",), 1),
+        lambda s: s.get(("u",), "k\ud800"),
+        lambda s: s.get(("u",), "k", refresh_ttl="yes"),
+        lambda s: s.delete(("u",), "\ud800"),
+        lambda s: s.batch(5),
+        lambda s: s.list_namespaces(limit=-5),
+        lambda s: s.list_namespaces(prefix=("\ud800",)),
+    ],
+)
+def test_wrong_types_at_entry_points_are_clear_errors(fuzz_store, call):
+    before = fuzz_store.search((), limit=100)
+    with pytest.raises(LangmemError) as info:
+        call(fuzz_store)
+    assert isinstance(info.value, ValueError | TypeError) and str(info.value)
+    assert fuzz_store.search((), limit=100) == before
+
+
+def test_filter_numbers_beyond_floats_compare_as_infinities(fuzz_store):
+    assert [r.key for r in fuzz_store.search(("ok",), filter={"n": {"$lt": 10**400}})] == ["keep"]
+    assert fuzz_store.search(("ok",), filter={"n": {"$gt": 10**400}}) == []
+    assert fuzz_store.search(("ok",), filter={"n": -(10**400)}) == []
 
 
 @settings(max_examples=EXAMPLES, deadline=None)

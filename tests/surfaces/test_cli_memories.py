@@ -222,3 +222,70 @@ def test_malformed_lines_are_reported_with_numbers_and_nothing_is_imported(db, t
 def test_missing_file_is_a_clear_error(db, tmp_path):
     out = cli("memories", "import", str(tmp_path / "nope.jsonl"), "--db", db, ok=False)
     assert "nope.jsonl" in out and "Traceback" not in out
+
+
+def test_line_separators_in_values_survive_export_and_import(db, tmp_path):
+    text = "one\u2028two\u2029three\x85four\x0bfive"
+    with SQLiteStore(db) as store:
+        store.put(("user", "ada"), "m1", {"content": text})
+        store.put(("user", "ada"), "m2", {"content": "plain"})
+    path = tmp_path / "sep.jsonl"
+    cli("memories", "export", str(path), "--db", db)
+    raw = path.read_bytes()
+    # Escaped, so readers that split at Unicode line breaks see two lines too.
+    assert len(raw.decode().splitlines()) == 2 and b"\\u2028" in raw
+    back = str(tmp_path / "back.db")
+    assert "imported 2 items (2 new, 0 replaced)" in cli(
+        "memories", "import", str(path), "--db", back
+    )
+    with SQLiteStore(back) as store:
+        assert store.get(("user", "ada"), "m1").value == {"content": text}
+    # A file with the separators raw (as earlier exports wrote them) reads the same.
+    raw_path = tmp_path / "raw.jsonl"
+    raw_path.write_text(
+        json.dumps(
+            {"namespace": ["user", "ada"], "key": "m1", "value": {"content": text}},
+            ensure_ascii=False,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    again = str(tmp_path / "again.db")
+    cli("memories", "import", str(raw_path), "--db", again)
+    with SQLiteStore(again) as store:
+        assert store.get(("user", "ada"), "m1").value == {"content": text}
+
+
+def test_undecodable_and_too_deep_lines_are_named_not_a_traceback(db, tmp_path):
+    path = tmp_path / "odd.jsonl"
+    deep = '{"namespace": ["u"], "key": "d", "value": {"v": ' + "[" * 100_000 + "]" * 100_000 + "}}"
+    path.write_bytes(
+        b"\n".join([(GOOD % (1, 1)).encode(), b'{"k": "\xff"}', deep.encode()]) + b"\n"
+    )
+    result = runner.invoke(app, ["memories", "import", str(path), "--db", db])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    assert "line 2: not UTF-8 text (byte 0xff" in result.output
+    assert "line 3: nested too deeply" in result.output
+    out = cli("memories", "import", str(path), "--db", db, "--skip-bad")
+    assert "skipped line 2" in out and "skipped line 3" in out and "imported 1 items" in out
+
+
+def test_replacing_existing_items_needs_replace(db, tmp_path):
+    with SQLiteStore(db) as store:
+        store.put(("user", "bob"), "m1", {"content": "Bob likes coffee"})
+    path = tmp_path / "edited.jsonl"
+    rows = [
+        {"namespace": ["user", "ada"], "key": "m1", "value": {"content": "Ada likes tea"}},
+        {"namespace": ["user", "bob"], "key": "m1", "value": {"content": "rewritten"}},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = cli("memories", "import", str(path), "--db", db, ok=False)
+    assert "1 item(s) would replace existing ones" in out and "user/bob" in out
+    assert "--replace" in out
+    with SQLiteStore(db) as store:
+        assert store.get(("user", "bob"), "m1").value == {"content": "Bob likes coffee"}
+        assert store.get(("user", "ada"), "m1") is None  # nothing imported
+    out = cli("memories", "import", str(path), "--db", db, "--replace")
+    assert "imported 2 items (1 new, 1 replaced)" in out
+    with SQLiteStore(db) as store:
+        assert store.get(("user", "bob"), "m1").value == {"content": "rewritten"}

@@ -145,8 +145,8 @@ class PostgresCore(HybridStore):
                 check_nul("a namespace label", op.namespace)
                 check_nul("a key", op.key)
             elif isinstance(op, HybridSearchOp):
+                # The query is not: only its words reach the server (NUL is no word).
                 check_nul("a namespace label", op.namespace_prefix)
-                check_nul("the search query", op.query)
                 check_nul("the filter", op.filter)
             elif isinstance(op, ListNamespacesOp):
                 for cond in op.match_conditions or ():

@@ -171,7 +171,8 @@ def dedupe_reads(ops: list[Any]) -> tuple[list[Any], list[int]]:
             elif isinstance(op, GetOp | ListNamespacesOp):
                 key = op
             j = seen.setdefault(key, len(unique)) if key is not None else len(unique)
-        except (TypeError, ValueError):  # unhashable or not JSON: never merged
+        except (TypeError, ValueError, RecursionError):  # unhashable, not JSON, too deep:
+            # never merged (the batch's own checks then refuse what is wrong)
             j = len(unique)
         if j == len(unique):
             unique.append(op)

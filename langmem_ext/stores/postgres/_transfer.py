@@ -1,34 +1,47 @@
-"""Export and import on PostgreSQL beyond the ``BaseStore`` API: pages in id
-order (stable while items change, unlike offset paging), with whether each
-item is indexed, its TTL and expiry; timestamps restored on import."""
+"""Export and import on PostgreSQL beyond the ``BaseStore`` API: pages in
+namespace and key order (stable while items change, unlike offset paging),
+with whether each item is indexed, its TTL and expiry; imports in one
+transaction with their timestamps restored (see :mod:`..._import`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
+import numpy as np
+import psycopg
+
+from .._import import Write, prepare_units
 from .._ops import decode_namespace, encode_namespace, format_ts
+from ._errors import translate
 from ._sql import LIVE, scope_clause
 from ._steps import Exec, Steps
 
-__all__ = ["page_steps", "restore_steps"]
+__all__ = ["BulkImport", "page_steps", "restore_steps"]
 
 
-def page_steps(namespace_prefix: tuple[str, ...], after: int, limit: int) -> Steps:
-    """Up to ``limit`` live items under the prefix with an id above ``after``:
-    ``(id, row)`` with the row as an export line holds it."""
-    scope, params = scope_clause(encode_namespace(namespace_prefix))
+def page_steps(
+    namespace_prefix: tuple[str, ...], after: tuple[str, str] | None, limit: int
+) -> Steps:
+    """Up to ``limit`` live items under the prefix after the ``(prefix, key)``
+    cursor ``after``: ``(cursor, row)`` with the row as an export line holds it."""
+    prefix = encode_namespace(namespace_prefix)
+    scope, params = scope_clause(prefix)
+    # One range of the (prefix, key) index; the columns compare bytewise (C).
+    end, eparams = ("i.prefix < %s", [prefix + "/"]) if prefix else ("TRUE", [])
     rows = yield Exec(
-        "SELECT i.id, i.prefix, i.key, i.value, i.created_at, i.updated_at, i.ttl_minutes, "
+        "SELECT i.prefix, i.key, i.value, i.created_at, i.updated_at, i.ttl_minutes, "
         "i.expires_at, i.tsv IS NOT NULL "
         "OR EXISTS (SELECT 1 FROM lmx_vectors v WHERE v.item_id = i.id) "
-        f"FROM lmx_items i WHERE {scope} AND i.id > %s AND {LIVE} ORDER BY i.id LIMIT %s",
-        [*params, after, limit],
+        f"FROM lmx_items i WHERE (i.prefix, i.key) > (%s, %s) AND {end} AND {scope} "
+        f"AND {LIVE} ORDER BY i.prefix, i.key LIMIT %s",
+        [*(after or (prefix, "")), *eparams, *params, limit],
         fetch=True,
     )
     return [
         (
-            item_id,
+            (prefix, key),
             {
                 "namespace": list(decode_namespace(prefix)),
                 "key": key,
@@ -40,7 +53,7 @@ def page_steps(namespace_prefix: tuple[str, ...], after: int, limit: int) -> Ste
                 "expires_at": None if expires is None else format_ts(expires),
             },
         )
-        for item_id, prefix, key, value, created, updated, ttl, expires, indexed in rows
+        for prefix, key, value, created, updated, ttl, expires, indexed in rows
     ]
 
 
@@ -64,3 +77,41 @@ def restore_steps(rows: Sequence[tuple[tuple[str, ...], str, Any]]) -> Steps:
         ],
     )
     return None
+
+
+def _write_steps(core: Any, units: list[tuple[Any, Any]], rows: list[Any]) -> Steps:
+    vecs = [v for _, v in units if v is not None]
+    yield from core._put_steps([p for p, _ in units], np.concatenate(vecs) if vecs else None)
+    yield from restore_steps(rows)
+
+
+class BulkImport:
+    """An import into a PostgreSQL store: one transaction on one connection,
+    each write in a savepoint of its own."""
+
+    def __init__(
+        self,
+        core: Any,
+        connection: Callable[[], AbstractContextManager[psycopg.Connection[Any]]],
+        drive: Callable[[Steps, psycopg.Connection[Any]], Any],
+    ) -> None:
+        self._core, self._connection, self._drive = core, connection, drive
+
+    def prepare(self, ops: list[Any]) -> list[tuple[Any, Any]]:
+        return prepare_units(self._core, ops)
+
+    @contextmanager
+    def session(self) -> Iterator[Write]:
+        try:
+            with self._connection() as conn, conn.transaction():
+
+                def write(units: list[tuple[Any, Any]], rows: list[Any]) -> None:
+                    try:
+                        with conn.transaction():  # a savepoint
+                            self._drive(_write_steps(self._core, units, rows), conn)
+                    except psycopg.Error as e:
+                        raise translate(e, "an import") from e
+
+                yield write
+        except psycopg.Error as e:
+            raise translate(e, "an import") from e

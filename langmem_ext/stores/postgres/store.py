@@ -277,12 +277,12 @@ class PostgresStore(PostgresCore):
     # -- export/import (see stores.transfer) ------------------------------------
 
     def _transfer_page(
-        self, namespace_prefix: tuple[str, ...], after: int, limit: int
-    ) -> list[tuple[int, dict[str, Any]]]:
+        self, namespace_prefix: tuple[str, ...], after: tuple[str, str] | None, limit: int
+    ) -> list[tuple[tuple[str, str], dict[str, Any]]]:
         return self._run(_transfer.page_steps(namespace_prefix, after, limit), "an export")
 
-    def _restore_timestamps(self, rows: Sequence[tuple[tuple[str, ...], str, Any]]) -> None:
-        self._run(_transfer.restore_steps(rows), "an import")
+    def _bulk_import(self) -> _transfer.BulkImport:
+        return _transfer.BulkImport(self, self._connection, drive)
 
 
 class _Cache:

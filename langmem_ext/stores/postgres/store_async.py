@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from ...errors import InvalidValueError, StoreError
 from .._ops import SearchMode
 from ..embeddings import IndexInput
+from . import _transfer
 from ._adapt import adapt, dumper_for
 from ._config import check_conn, check_pipeline, pool_options
 from ._core import (
@@ -322,6 +323,16 @@ class AsyncPostgresStore(PostgresCore):
         plan = self._plan(ops)
         return self._sync.run(self._batch_steps(plan, *self._embed_sync(plan)), "a batch")
 
+    # -- export/import (see stores.transfer), on the sync side ----------------------
+
+    def _transfer_page(
+        self, namespace_prefix: tuple[str, ...], after: tuple[str, str] | None, limit: int
+    ) -> list[tuple[tuple[str, str], dict[str, Any]]]:
+        return self._sync.run(_transfer.page_steps(namespace_prefix, after, limit), "an export")
+
+    def _bulk_import(self) -> _transfer.BulkImport:
+        return _transfer.BulkImport(self, self._sync.connection, drive)
+
     # -- TTL ---------------------------------------------------------------------
 
     async def sweep_ttl(self) -> int:  # type: ignore[override]
@@ -396,7 +407,9 @@ class _SyncSide:
             )
         return self._pool
 
-    def run(self, steps: Steps, where: str) -> Any:
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled sync connection, set up and adapted (autocommit)."""
         if self._store._info is None and self.dsn is not None:
             # setup through a sync connection, same generator as asetup
             with psycopg.connect(self.dsn, autocommit=True) as conn:
@@ -407,9 +420,13 @@ class _SyncSide:
                 "this AsyncPostgresStore was given a bare AsyncConnection, so it has no "
                 "sync methods; await the a-prefixed ones (abatch, aget, asearch...)"
             )
+        with pool.connection() as conn:
+            adapt(conn, self._store._info, self._store._dumper)  # type: ignore[arg-type]
+            yield conn
+
+    def run(self, steps: Steps, where: str) -> Any:
         try:
-            with pool.connection() as conn, conn.transaction():
-                adapt(conn, self._store._info, self._store._dumper)  # type: ignore[arg-type]
+            with self.connection() as conn, conn.transaction():
                 return drive(steps, conn)
         except psycopg.Error as e:
             raise translate(e, where) from e

@@ -374,14 +374,13 @@ class SQLiteStore(HybridStore):
     # -- export/import (see stores.transfer) ------------------------------------
 
     def _transfer_page(
-        self, namespace_prefix: tuple[str, ...], after: int, limit: int
-    ) -> list[tuple[int, dict[str, Any]]]:
+        self, namespace_prefix: tuple[str, ...], after: tuple[str, str] | None, limit: int
+    ) -> list[tuple[tuple[str, str], dict[str, Any]]]:
         with self._lock:
             return _transfer.page(self._connect(), namespace_prefix, after, limit, time.time())
 
-    def _restore_timestamps(self, rows: Sequence[tuple[tuple[str, ...], str, Any]]) -> None:
-        with self._lock, self._txn(immediate=True) as conn:
-            _transfer.restore(conn, rows)
+    def _bulk_import(self) -> _transfer.BulkImport:
+        return _transfer.BulkImport(self)
 
     # -- embedding cache backend -------------------------------------------------
 
