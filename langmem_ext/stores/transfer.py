@@ -103,12 +103,14 @@ def export_jsonl(
     namespace_prefix: tuple[str, ...] = (),
     *,
     progress: Callable[[int], None] | None = None,
+    keep: Callable[[tuple[str, ...]], bool] | None = None,
 ) -> int:
     """Write every item under ``namespace_prefix`` to ``out``, one JSON object
-    per line; returns how many. ``progress`` is called with the running count.
-    Text stays readable (not ``\\u``-escaped) except the Unicode line
-    separators; open files with ``newline=""`` so lines end with ``\\n`` on
-    every system.
+    per line; returns how many. ``progress`` is called with the running count;
+    ``keep(namespace)``, when given, says which items to write (the memory
+    browser keeps the caller's own). Text stays readable (not ``\\u``-escaped)
+    except the Unicode line separators; open files with ``newline=""`` so lines
+    end with ``\\n`` on every system.
 
     Examples:
         >>> import io
@@ -123,6 +125,8 @@ def export_jsonl(
     """
     n = 0
     for row in iter_rows(store, namespace_prefix):
+        if keep is not None and not keep(tuple(row["namespace"])):
+            continue
         out.write(json.dumps(row, ensure_ascii=False).translate(_LINE_BREAKS) + "\n")
         n += 1
         if progress is not None:

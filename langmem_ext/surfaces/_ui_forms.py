@@ -19,7 +19,7 @@ from ..engine import MemoryContext, MemoryEngine
 from ..engine.catalogue import Spec
 from ..engine.models import Fact, MemoryRecord
 from ..engine.operations import OPERATIONS
-from ..stores.transfer import iter_rows
+from ..stores.transfer import export_jsonl
 from ._values import alternatives, read, shape
 
 __all__ = ["changed_fields", "export_own", "forget_effect", "form_fields", "form_values"]
@@ -122,7 +122,5 @@ def export_own(engine: MemoryEngine, who: MemoryContext) -> str:
     space (see :meth:`MemoryContext.owns`)."""
     space = engine.env(who).layer("user").ns
     out = io.StringIO()
-    for row in iter_rows(engine.store, space):
-        if who.owns(space, tuple(row["namespace"])):
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    export_jsonl(engine.store, out, space, keep=lambda ns: who.owns(space, ns))
     return out.getvalue()
