@@ -453,7 +453,7 @@ def stats(env: Env, scope: str | None) -> Operation[dict[str, Any]]:
         current = yield from records_of(env, la)
         archived = yield from paged(env.caps, env.meta(la, "archive"), {})
         for rec in [*current, *(env.record(i, la, live=False) for i in archived)]:
-            if not scopes or rec.scope in scopes:
+            if rec.type in recs and (not scopes or rec.scope in scopes):  # damaged: skipped
                 recs[rec.type].append(rec)
     facts: list[Fact] = recs["fact"]
     active = [f for f in facts if f.validity == "active"]
