@@ -88,7 +88,6 @@ from .requests import Batch, Operation
 from .scoring import best_first, text_similarity
 
 __all__ = [
-    "MAX_PROFILE_FACTS",
     "PROFILE_LAYER",
     "REFLECTION_SOURCE",
     "FactCandidate",
@@ -102,8 +101,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("langmem_ext.profile")
-
-MAX_PROFILE_FACTS = policy.MAX_PROFILE_FACTS
 
 PROFILE_LAYER = "user"
 #: ``provenance["source"]`` of the facts reflection extracts (see :func:`reflected`).
