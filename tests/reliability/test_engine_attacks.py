@@ -465,25 +465,8 @@ def _failed_runs(store, n: int, t) -> None:
 
 # 4 ------------------------------------------------------------------------------------
 
-TRICKY = [
-    "a",
-    "b",
-    "a-b",
-    "b-a",
-    "memories",
-    "user",
-    "org",
-    "agent",
-    "a/b",
-    "a%2Fb",
-    "%",
-    "/",
-    "_",
-    "meta",
-    "enant",
-    "tenant",
-    "x",
-]
+#: Ids equal to labels templates and the layout use, or with "/", "%", "-".
+TRICKY = "a b a-b b-a memories user org agent a/b a%2Fb % / _ meta enant tenant x".split()
 TEMPLATES = [
     None,
     ("{user_id}", "memories"),
