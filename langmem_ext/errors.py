@@ -25,6 +25,7 @@ __all__ = [
     "CompartmentFullError",
     "ConfigurationError",
     "ContentTooLongError",
+    "DamagedMemoryError",
     "EmbeddingDimensionError",
     "ExtractionError",
     "FactNotFoundError",
@@ -201,6 +202,15 @@ class InvalidOperationError(LangmemError, ValueError):
     import that would overwrite existing items without ``replace=True``."""
 
     code = "INVALID_OPERATION"
+
+
+class DamagedMemoryError(InvalidOperationError):
+    """The stored item under this id is not a valid memory (a field of the wrong
+    type, written by another program or damaged). Reads skip it; it can be
+    read by id (as a ``Damaged`` record) and deleted, never changed, so no
+    write re-saves it with fields dropped."""
+
+    code = "MEMORY_DAMAGED"
 
 
 class TenantAccessError(LangmemError, PermissionError):

@@ -56,7 +56,8 @@ def _type(schema: dict[str, Any]) -> str:
             inner = s.get("items", {})
             shown.append(f"list of {_type(inner) if inner else 'values'}")
         elif "minimum" in s and "maximum" in s:
-            low, high = (int(x) if float(x).is_integer() else x for x in (s["minimum"], s["maximum"]))
+            bounds = (s["minimum"], s["maximum"])
+            low, high = (int(x) if float(x).is_integer() else x for x in bounds)
             shown.append(f"{s.get('type', 'number')} {low}–{high}")
         else:
             shown.append(s.get("type", "JSON"))
@@ -80,7 +81,7 @@ def render() -> str:
         schema = spec.schema(admin=True)
         props, required = schema.get("properties", {}), set(schema.get("required", []))
         python = (
-            f"`context(engine, ctx, ...)`"
+            "`memory_context(engine, ctx, ...)`"
             if spec.name == "context"
             else f"`engine.{spec.name}({'ctx, ' if spec.caller else ''}…)` / `a{spec.name}`"
         )

@@ -11,6 +11,7 @@ Examples:
 """
 
 from ._core import EngineConfig
+from .decode import Damaged
 from .engine import EnginesByStore, MemoryEngine
 from .layers import LAYERS, accessible_layers
 from .layout import DEFAULT_TENANT
@@ -29,6 +30,7 @@ __all__ = [
     "IDENTITY_KEYS",
     "LAYERS",
     "RESERVED_LABELS",
+    "Damaged",
     "EngineConfig",
     "EngineMetrics",
     "EnginesByStore",

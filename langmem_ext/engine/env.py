@@ -36,6 +36,7 @@ from langgraph.store.base import GetOp, Item, PutOp
 
 from ..errors import (
     ContentTooLongError,
+    DamagedMemoryError,
     InvalidMemoryTypeError,
     InvalidValueError,
     MemoryNotFoundError,
@@ -44,9 +45,10 @@ from ..stores import normalize_filter
 from . import layout, policy
 from ._core import EngineConfig, StoreCaps
 from .checks import check_json, check_number, shown
+from .decode import record_from_item
 from .layers import check_layer, layer_id, resolve_layers
 from .metrics import EngineMetrics
-from .models import MemoryEvent, MemoryRecord, new_id, record_from_item, ts
+from .models import MemoryEvent, MemoryRecord, new_id, ts
 from .requests import Batch, Operation
 from .tenancy import MemoryContext
 
@@ -65,6 +67,7 @@ __all__ = [
     "load",
     "load_many",
     "not_found",
+    "refuse_damaged",
     "require",
 ]
 
@@ -193,6 +196,8 @@ class Env:
     # -- decoding --------------------------------------------------------------------
 
     def record(self, item: Item, layer: Layer, live: bool = True) -> MemoryRecord:
+        """The record ``item`` holds (a :class:`~.decode.Damaged` one when its
+        value is not a valid memory: readers skip those by their type)."""
         return record_from_item(
             item, tenant_id=self.tenant, layer=layer.name, layer_id=layer.id, live=live
         )
@@ -354,7 +359,9 @@ def load(
     env: Env, kinds: Sequence[str] | None, id: Any, *, archived: bool = True
 ) -> Operation[MemoryRecord | None]:
     """The record with this id among the caller's layers (current first, then,
-    with ``archived``, the archives), of one of ``kinds`` (None: any), or None."""
+    with ``archived``, the archives), of one of ``kinds`` (None: any), or None.
+    A damaged item under the id is returned whatever ``kinds`` (it has no
+    trustworthy kind): callers that change records refuse it."""
     [record] = yield from load_many(env, kinds, [id], archived=archived)
     return record
 
@@ -377,7 +384,7 @@ def load_many(
         if item is None or i in found:
             continue
         record = env.record(item, la, live)
-        if kinds is None or record.type in kinds:
+        if kinds is None or record.type in kinds or record.damaged:
             found[i] = record
     return [found.get(w) if w else None for w in wanted]
 
@@ -405,4 +412,17 @@ def require(env: Env, kind: str, id: Any, *, archived: bool = True) -> Operation
     record = yield from load(env, [kind], check_id(id), archived=archived)
     if record is None:
         raise not_found(id, kind)
+    return refuse_damaged(record)
+
+
+def refuse_damaged(record: MemoryRecord) -> MemoryRecord:
+    """``record``, unless it is damaged: changing it would save it again
+    without the fields that could not be read."""
+    if record.damaged:
+        raise DamagedMemoryError(
+            f"memory {shown(record.id)} is damaged ({getattr(record, 'reason', '')}) and cannot "
+            "be changed; read it with get to see its stored value, then delete it (and store "
+            "a corrected copy if you need it)",
+            id=record.id,
+        )
     return record

@@ -53,6 +53,7 @@ from .env import (
     free_fact_ids,
     load,
     not_found,
+    refuse_damaged,
     require,
 )
 from .models import RECORD_TYPES, Episode, Fact, MemoryEvent, MemoryRecord, Note, Rule, ts
@@ -62,10 +63,12 @@ __all__ = [
     "add_note",
     "confirm",
     "delete",
+    "delete_ops",
     "feedback",
     "forget",
     "history",
     "kind_filter",
+    "plan_revision",
     "records_of",
     "resolve_slot",
     "revise",
@@ -331,6 +334,7 @@ def update(
     old = yield from load(env, None, id, archived=False)
     if old is None:
         raise not_found(id)
+    refuse_damaged(old)
     new = replace(
         old,
         content=old.content if content is None else content,
@@ -352,11 +356,27 @@ def revise(env: Env, id: str, content: Any) -> Operation[MemoryRecord]:
     old = yield from load(env, None, id, archived=False)
     if old is None:
         raise not_found(id)
+    new, puts = yield from plan_revision(env, old, content)
+    yield Batch(puts)
+    if isinstance(new, Fact):
+        env.sized([new], +1)
+        env.sized([old], -1)
+        # Another writer may have put a fact in the slot meanwhile: the newest wins.
+        yield from resolve_slot(env, env.layer_of(new), new.slot)
+    return new
+
+
+def plan_revision(
+    env: Env, old: MemoryRecord, content: Any
+) -> Operation[tuple[MemoryRecord, list[PutOp]]]:
+    """The writes of :func:`revise` for the current record ``old``, written by the
+    caller in one batch: a fact's successor, its ``created`` event and the old
+    fact archived as superseded by it; any other record updated in place.
+    Reads only (a profile fact's successor draws a free ``fact_`` id)."""
+    refuse_damaged(old)
     if not isinstance(old, Fact):
         content = check_any_content(env, content)
-        new, puts = change(env, old, replace(old, content=content), "updated")
-        yield Batch(puts)
-        return new
+        return change(env, old, replace(old, content=content), "updated")
     text = check_content(env, content)
     successor = new_fact(
         env,
@@ -374,22 +394,33 @@ def revise(env: Env, id: str, content: Any) -> Operation[MemoryRecord]:
     )
     if _PROFILE_ID.fullmatch(old.id):  # a profile fact's successor keeps the id format
         [successor.id] = yield from free_fact_ids(env, env.layer_of(old), 1)
-    yield Batch([env.put(successor), env.event(successor, "created", reason=f"revises {old.id}")])
-    env.sized([successor], +1)
-    yield from resolve_slot(env, env.layer_of(successor), successor.slot)
-    return successor
+    retired = replace(
+        old, validity="superseded", live=False, superseded_by=successor.id, valid_to=env.stamp
+    )
+    puts = [
+        env.put(successor),
+        env.event(successor, "created", reason=f"revises {old.id}"),
+        *change(env, old, retired, "superseded")[1],
+    ]
+    return successor, puts
 
 
 def delete(env: Env, id: Any) -> Operation[bool]:
     """The provider contract's delete: removes the record (current or archived);
-    idempotent (True for unknown ids). The audit event stays."""
+    idempotent (True for unknown ids). The audit event stays. Damaged items
+    are deleted too (the one change they allow)."""
     old = yield from load(env, None, check_id(id))
     if old is not None:
-        layer = env.layer_of(old)
-        ns = layer.ns if old.live else env.meta(layer, "archive")
-        yield Batch([PutOp(ns, old.id, None), env.event(old, "deleted")])
-        env.sized([old] if old.live else [], -1)
+        yield Batch(delete_ops(env, old))
+        env.sized([old] if old.live and not old.damaged else [], -1)
     return True
+
+
+def delete_ops(env: Env, old: MemoryRecord) -> list[PutOp]:
+    """The writes that delete ``old`` (current or archived) with its event."""
+    layer = env.layer_of(old)
+    ns = layer.ns if old.live else env.meta(layer, "archive")
+    return [PutOp(ns, old.id, None), env.event(old, "deleted")]
 
 
 def sweep(env: Env) -> Operation[dict[str, int]]:

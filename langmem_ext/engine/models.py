@@ -18,6 +18,8 @@ expired, forgotten) move to the layer's archive namespace.
 
 Timestamps are ISO-8601 UTC strings with microseconds (they sort as text).
 
+Stored values are read into records by :mod:`.decode`, which checks them.
+
 Examples:
     >>> f = Fact(id="f1", tenant_id="t", layer="user", layer_id="u1",
     ...          content="likes tea", subject="user", predicate="drink")
@@ -49,7 +51,6 @@ __all__ = [
     "Rule",
     "content_text",
     "new_id",
-    "record_from_item",
     "ts",
 ]
 
@@ -94,6 +95,8 @@ class MemoryRecord:
     """Fields shared by every memory type."""
 
     type: ClassVar[str] = "memory"
+    #: True for a :class:`Damaged` record (a stored item that is not a valid memory).
+    damaged: ClassVar[bool] = False
 
     id: str
     tenant_id: str
@@ -270,45 +273,6 @@ RECORD_TYPES: dict[str, type[MemoryRecord]] = {
     "episode": Episode,
     "rule": Rule,
 }
-
-
-def record_from_item(
-    item: Any, *, tenant_id: str, layer: str, layer_id: str, live: bool = True
-) -> MemoryRecord:
-    """The record a store item holds. Items that are not engine records (no or
-    an unknown ``kind``, or not a dict with ``content``) are read as notes;
-    missing timestamps come from the item.
-
-    Examples:
-        >>> from langgraph.store.base import Item
-        >>> from datetime import datetime, timezone
-        >>> now = datetime(2025, 1, 1, tzinfo=timezone.utc)
-        >>> item = Item(value={"content": "x"}, key="k", namespace=("u",),
-        ...             created_at=now, updated_at=now)
-        >>> r = record_from_item(item, tenant_id="default", layer="user", layer_id="u")
-        >>> (r.type, r.kind, r.id, r.created_at[:10])
-        ('note', 'note', 'k', '2025-01-01')
-    """
-    value = item.value if isinstance(item.value, dict) else {"content": item.value}
-    kind = value.get("kind")
-    cls = RECORD_TYPES.get(kind) if isinstance(kind, str) else None
-    place = {"id": item.key, "tenant_id": tenant_id, "layer": layer, "layer_id": layer_id}
-    if cls is None or cls is Note:
-        names = _field_names(Note)
-        fields = {k: v for k, v in value.items() if k in names and k not in _NOT_STORED}
-        fields.pop("stored_kind", None)
-        fields.setdefault("content", value.get("content"))
-        extra = {k: v for k, v in value.items() if k not in names and k not in _NOT_EXTRA}
-        note = Note(**{**fields, **place}, live=live, extra=extra)
-        note.stored_kind = kind if isinstance(kind, str) and kind else "note"
-        record: MemoryRecord = note
-    else:
-        record = cls.from_value(value, **place, live=live)
-    if not record.created_at:
-        record.created_at = ts(item.created_at)
-    if not record.updated_at:
-        record.updated_at = ts(item.updated_at)
-    return record
 
 
 def content_text(content: Any) -> str:

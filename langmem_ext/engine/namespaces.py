@@ -13,7 +13,11 @@ than a silent pick, because the namespace decides whose memories are touched.
 
 **Templates.** ``NamespaceTemplate(("{user_id}", "memories"))`` replaces each
 ``{name}`` with that key's value, coerced to ``str`` (ints and UUIDs are
-accepted). A label may mix text and placeholders (``"team-{team_id}"``).
+accepted). A label may mix text and one placeholder (``"team-{team_id}"``),
+never two: ``"{org_id}-{user_id}"`` would give org ``a-b`` with user ``c``
+and org ``a`` with user ``b-c`` the same label, so it is refused when the
+template is built (give each id a label of its own: ``("{org_id}",
+"{user_id}")``).
 
 **Identity rule** (a template of ``None``). The identity keys, outermost first,
 are :data:`IDENTITY_KEYS` = ``org_id``, ``user_id``, ``agent_id``. The
@@ -33,11 +37,19 @@ identity                                          namespace
 ``org_id=acme, user_id=u-1, agent_id=alpha``      ``("org", "acme", "user", "u-1", "alpha")``
 ================================================  =================================
 
-No two identities give the same namespace, and one identity's namespace is a
-prefix of another's only when the second is narrower (the same org or user plus
-an agent). Store searches match by prefix, so a search at a wide scope (an
-org) also sees the narrower scopes below it (that org's users and agents);
-scopes that are not nested never see each other.
+**The rule both keep.** Under one app configuration (one template, or the
+identity rule), two different identities never get the same namespace, and one
+identity's namespace is a prefix of another's only under the identity rule and
+only when the second is narrower (the same org or user plus more ids: an org's
+users and agents, a user's agents). Store searches match by prefix, so a search
+at a wide scope (an org) also sees the narrower scopes below it; scopes that are
+not nested never see each other. Templates get this from three properties:
+each label holds at most one id, so filling a template is one-to-one; ids can
+never be ``"."``-joined into several labels or take a reserved value (below);
+and a filled template never starts with a reserved label, so it can never be
+a prefix of the memory layout's own namespaces (``("tenant", ...)`` of another
+tenant, ``("_meta", ...)`` bookkeeping): ``("t{user_id}", ...)`` with
+``user_id="enant"`` is refused when it is filled.
 
 **Values that are rejected** (:class:`~langmem_ext.errors.ConfigurationError`,
 naming the key): ``None`` counts as missing; booleans, floats and containers;
@@ -138,8 +150,17 @@ class NamespaceTemplate:
                 raise ConfigurationError("namespace template is empty; give at least one label")
             for label in self.template:
                 parts = _parse_label(label, self.template)
+                held = list(dict.fromkeys(k for _, k in parts if k is not None))
+                if len(held) > 1:
+                    raise ConfigurationError(
+                        f"namespace label {shown(label)} holds {len(held)} ids "
+                        f"({', '.join(held)}); ids side by side in one label can run together "
+                        "('a-b' + 'c' and 'a' + 'b-c' give one label), so two identities could "
+                        "share a namespace. Give each id a label of its own, e.g. "
+                        f"{shown(tuple('{' + k + '}' for k in held))}"
+                    )
                 self._parts.append(parts)
-                keys.update((k, None) for _, k in parts if k is not None)
+                keys.update((k, None) for k in held)
             first = self.template[0]
             if first in RESERVED_LABELS:
                 raise ConfigurationError(
@@ -195,6 +216,14 @@ class NamespaceTemplate:
                         )
                     text.append(check_label(key, value))
             out.append(check_label("namespace label", "".join(text), reserved=False))
+        if out[0] in RESERVED_LABELS:
+            raise ConfigurationError(
+                f"namespace {shown(tuple(out))} starts with {shown(out[0])}, a label reserved for "
+                f"the memory layout ({', '.join(sorted(RESERVED_LABELS))}): the ids filled into "
+                f"{shown(self.template[0])} made it, and it would reach into other tenants' or "
+                "bookkeeping namespaces; choose other ids, or start the template with a fixed "
+                "label such as 'memories'"
+            )
         return tuple(out)
 
 

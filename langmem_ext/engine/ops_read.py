@@ -223,6 +223,14 @@ def list_memories(
     tags: Tags = None,
     limit: Limit20 = 20,
     cursor: Cursor = None,
+    damaged: Annotated[
+        bool,
+        Field(
+            strict=True,
+            description="Also list stored items that cannot be read (a field of the wrong "
+            "type, written by another program), marked damaged.",
+        ),
+    ] = False,
     tenant: Tenant = None,
 ) -> Operation[Page]:
     """A page of your current memories, newest first, with the total count and
@@ -235,6 +243,7 @@ def list_memories(
         tags=tags,
         limit=limit,
         cursor=cursor,
+        damaged=damaged,
     )
 
 

@@ -4,9 +4,11 @@ Facts
     ``validity`` is one of :data:`FACT_VALIDITY`: ``active`` (returned by recall
     and search), ``superseded`` (a newer fact took its (subject, predicate)
     slot; ``superseded_by`` links to it), ``retracted`` (forgotten; the legacy
-    word ``forgotten`` is accepted as an alias) and ``expired`` (its effective
-    confidence decayed below :data:`EXPIRE_BELOW`; set by ``sweep``). Only
-    ``active`` facts are retrievable; all stay visible to ``history``.
+    word ``forgotten`` is accepted as an alias), ``expired`` (its effective
+    confidence decayed below :data:`EXPIRE_BELOW`; set by ``sweep``) and
+    ``evicted`` (a reflection fact moved out of a profile over its
+    ``max_facts`` cap). Only ``active`` facts are retrievable; all stay
+    visible to ``history``.
 
     ``permanence`` maps to a decay rate per day (:data:`DECAY_RATES`), and
     effective confidence is ``confidence * exp(-decay_rate * days)`` where
@@ -80,7 +82,7 @@ IMPORTANCE_RANGE = (0.0, 10.0)
 CONFIDENCE_RANGE = (0.0, 1.0)
 
 # -- facts -------------------------------------------------------------------
-FACT_VALIDITY: tuple[str, ...] = ("active", "superseded", "retracted", "expired")
+FACT_VALIDITY: tuple[str, ...] = ("active", "superseded", "retracted", "expired", "evicted")
 #: Legacy validity words and the canonical word they mean.
 VALIDITY_ALIASES = {"forgotten": "retracted"}
 FACT_IMPORTANCE = 5.0
@@ -113,7 +115,8 @@ FACT_CATEGORIES: tuple[str, ...] = (
 )
 #: Facts below this confidence are not stored (skipped and logged).
 EXTRACTION_THRESHOLD = 0.5
-#: At most this many active facts per profile; the lowest confidence goes first.
+#: At most this many active reflection facts per profile: over it, the lowest
+#: confidence is archived first. Facts stored on purpose never count.
 MAX_PROFILE_FACTS = 500
 #: A new fact at least this similar to an active one (cosine of embeddings, or
 #: text similarity without an embedder) is merged into it instead of stored.

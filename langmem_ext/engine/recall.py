@@ -485,9 +485,12 @@ def list_memories(
     tags: list[str] | None,
     limit: int,
     cursor: str | None,
+    damaged: bool = False,
 ) -> Operation[Page]:
     """List: live memories newest first, ``limit`` per page, a keyset
-    cursor (stable while memories are added) and the total matching count."""
+    cursor (stable while memories are added) and the total matching count.
+    ``damaged``: also the stored items of these kinds that cannot be read
+    (:class:`~.decode.Damaged`), which every other reader skips."""
     _check_limit(limit)
     types = check_types(types, RECORD_TYPES)
     tags = check_tags(tags)
@@ -499,8 +502,12 @@ def list_memories(
     read = env.layers([layer] if layer is not None else None)
     after = _decode_cursor(cursor) if cursor else None
     rows: list[MemoryRecord] = []
+    kinds = (*types, "damaged") if damaged else tuple(types)
     for la in read:
-        for rec in (yield from records_of(env, la, tuple(types))):
+        for rec in (yield from records_of(env, la, kinds)):
+            if rec.damaged:
+                rows.append(rec)
+                continue
             if filter and not matches(rec.to_value(), filter):
                 continue
             if rec.retrievable(env.stamp) and _tags_ok(rec, tags):
@@ -519,11 +526,13 @@ def stats(env: Env, scope: str | None) -> Operation[dict[str, Any]]:
     ``global`` and ``scope`` when given)."""
     scopes = _scopes(scope)
     recs: dict[str, list[Any]] = {t: [] for t in RECORD_TYPES}
+    damaged = 0
     for la in env.layers():
-        current = yield from records_of(env, la)
+        current = yield from records_of(env, la, (*RECORD_TYPES, "damaged"))
+        damaged += sum(1 for r in current if r.damaged)
         archived = yield from paged(env.caps, env.meta(la, "archive"), {})
         for rec in [*current, *(env.record(i, la, live=False) for i in archived)]:
-            if not scopes or rec.scope in scopes:
+            if rec.type in recs and (not scopes or rec.scope in scopes):  # damaged: skipped
                 recs[rec.type].append(rec)
     facts: list[Fact] = recs["fact"]
     active = [f for f in facts if f.validity == "active"]
@@ -561,4 +570,5 @@ def stats(env: Env, scope: str | None) -> Operation[dict[str, Any]]:
             else round((env.now - parse_ts(oldest)).total_seconds() / 3600, 3),
         },
         "notes": {"total": sum(1 for n in recs["note"] if n.live)},
+        "damaged": damaged,
     }

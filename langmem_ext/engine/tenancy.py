@@ -67,7 +67,7 @@ from ..errors import (
 )
 from .checks import check_config, shown
 from .layout import DEFAULT_TENANT
-from .namespaces import IDENTITY_KEYS, NamespaceTemplate, resolve_identity
+from .namespaces import IDENTITY_KEYS, RESERVED_LABELS, NamespaceTemplate, resolve_identity
 
 __all__ = [
     "ADMIN_PERMISSION",
@@ -162,6 +162,13 @@ class MemoryContext:
             ):
                 raise InvalidValueError(
                     f"space must be a tuple of non-empty strings (a namespace), got {shown(space)}"
+                )
+            if space[0] in RESERVED_LABELS:
+                # Such a space would be a prefix of other tenants' or of bookkeeping namespaces.
+                raise InvalidValueError(
+                    f"space {shown(space)} starts with {shown(space[0])}, a label reserved for "
+                    f"the memory layout ({', '.join(sorted(RESERVED_LABELS))}); start it with "
+                    "another label, e.g. 'memories'"
                 )
             object.__setattr__(self, "space", tuple(space))
         if self.actor is None:

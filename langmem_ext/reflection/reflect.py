@@ -425,7 +425,8 @@ def reflect_steps(
                 continue
             facts = _checked_replaces(facts, related, result)
             provenance: dict[str, Any] = {
-                "source": "reflection",
+                # Marks the facts the profile cap may archive (never the user's own).
+                "source": pf.REFLECTION_SOURCE,
                 "thread_id": thread_id,
                 "message_ids": [m.id for m in chunk if m.id],
             }

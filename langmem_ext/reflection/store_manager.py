@@ -13,6 +13,10 @@
   on items without ``kind``). Changes go through the engine: updating a fact
   supersedes it (history kept), every change is an audit event, and the
   item's shape is kept (a fact stays a fact with text content).
+* A run is all-or-nothing: every change is planned after the model calls and
+  written in one batch (one transaction on our stores), so a model error or a
+  refused memory leaves the store as it was (:mod:`.store_changes`). Damaged
+  items (see :mod:`langmem_ext.engine.decode`) are never shown or changed.
 * It always searches: ``query_limit`` below 4 still searches the latest
   messages (LangMem searched nothing, and duplicates piled up); each search
   runs once.
@@ -46,12 +50,11 @@ from typing import Any, TypedDict
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import convert_to_messages
 from langchain_core.runnables import Runnable, RunnableConfig
-from langgraph.store.base import NOT_PROVIDED, BaseStore, Item, SearchItem
+from langgraph.store.base import NOT_PROVIDED, BaseStore, GetOp, Item, SearchItem
 from pydantic import BaseModel
 
 from .._langgraph import config_runtime, current_config, graph_store
 from ..engine import EngineConfig, EnginesByStore, MemoryEngine, NamespaceTemplate
-from ..engine import lifecycle as lc
 from ..engine.env import add_fields
 from ..engine.models import MemoryRecord, Note
 from ..engine.requests import Batch, Call, Operation
@@ -65,10 +68,13 @@ from .managers import (
     RemoveDoc,
     conversation,
 )
+from .store_changes import apply_changes
 
 __all__ = ["MemoryPhase", "MemoryStoreManager", "create_memory_store_manager"]
 
 DEFAULT_NAMESPACE = ("memories", "{langgraph_user_id}")
+#: The key of the memory ``default`` / ``default_factory`` give a user without memories.
+DEFAULT_KEY = "default"
 
 
 class MemoryPhase(TypedDict, total=False):
@@ -208,10 +214,16 @@ class MemoryStoreManager(Runnable[dict[str, Any], list[dict[str, Any]]]):
             ]
         )
         found = _best(results, user.ns, self.query_limit)
-        records = {i.key: env.record(i, user) for i in found}
+        # A damaged item is never shown to the model (nor changed): see engine.decode.
+        records = {i.key: r for i in found if not (r := env.record(i, user)).damaged}
+        default: Note | None = None
         if not records and self.default_factory is not None:
-            note = yield from self._put_default(env, config)
-            records[note.id] = note
+            [taken] = yield Batch([GetOp(user.ns, DEFAULT_KEY)])
+            if taken is None:
+                default = self._default_note(env, config)
+                records[default.id] = default
+            elif not (record := env.record(taken, user)).damaged:
+                records[record.id] = record  # the default memory, written by an earlier run
         existing = [(r.id, *self._shown(r)) for r in records.values()]
         extracted = yield from self.manager.steps(
             {"messages": messages, "existing": existing, "max_steps": input.get("max_steps")},
@@ -219,7 +231,7 @@ class MemoryStoreManager(Runnable[dict[str, Any], list[dict[str, Any]]]):
         )
         for phase in self.phases:
             extracted = yield from self._phase(phase, messages, extracted, config)
-        return (yield from self._apply(env, records, extracted))
+        return (yield from apply_changes(env, records, extracted, default, self._shown))
 
     def _queries(self, messages: list[Any], config: RunnableConfig) -> Operation[list[str]]:
         """What to search for: a query model's queries, else the latest messages
@@ -273,14 +285,15 @@ class MemoryStoreManager(Runnable[dict[str, Any], list[dict[str, Any]]]):
             return "Memory", {"content": record.text}
         return record.kind, record.content
 
-    def _put_default(self, env: Any, config: RunnableConfig) -> Operation[MemoryRecord]:
+    def _default_note(self, env: Any, config: RunnableConfig) -> Note:
+        """The default memory of a user without memories (written with the run's
+        other changes, so a failed run leaves none)."""
         value = self._coerce_default(self.default_factory(config))  # type: ignore[misc]
         note = Note(
             **add_fields(env, value.model_dump(mode="json"), None, "global", None),
             stored_kind=type(value).__name__,
         )
-        note.id = "default"
-        yield Batch([env.put(note), env.event(note, "created", reason="default")])
+        note.id = DEFAULT_KEY
         return note
 
     def _phase(
@@ -311,42 +324,6 @@ class MemoryStoreManager(Runnable[dict[str, Any], list[dict[str, Any]]]):
             config,
         )
         return [*more, *(m for i, m in removed.items() if i not in {x.id for x in more})]
-
-    def _apply(
-        self,
-        env: Any,
-        records: dict[str, MemoryRecord],
-        extracted: list[ExtractedMemory],
-    ) -> Operation[list[dict[str, Any]]]:
-        """Write the manager's output through the engine, keeping each item's shape."""
-        ns = env.layer("user").ns
-        puts: list[dict[str, Any]] = []
-        for mid, content in extracted:
-            old = records.get(mid)
-            if isinstance(content, RemoveDoc):
-                if old is not None:
-                    yield from lc.delete(env, mid)
-                continue
-            if not isinstance(content, BaseModel):
-                continue  # an existing memory the model left as it was
-            kind = type(content).__name__
-            value = content.model_dump(mode="json")
-            if old is None:
-                note = Note(**add_fields(env, value, None, "global", None), stored_kind=kind)
-                note.id = mid
-                yield Batch([env.put(note), env.event(note, "created", reason="manager")])
-                puts.append({"namespace": ns, "key": note.id, "value": note.to_value()})
-                continue
-            shown_kind, shown = self._shown(old)
-            if (shown_kind, shown) == (kind, value):
-                continue
-            # Keep the item's shape: text stays text (a fact stays a fact).
-            new_content: Any = value
-            if isinstance(old.content, str) and set(value) == {"content"}:
-                new_content = value["content"]
-            current = yield from lc.revise(env, mid, new_content)
-            puts.append({"namespace": ns, "key": current.id, "value": current.to_value()})
-        return puts
 
     def _coerce_default(self, default: Any) -> BaseModel:
         if isinstance(default, BaseModel):
@@ -406,7 +383,7 @@ class MemoryStoreManager(Runnable[dict[str, Any], list[dict[str, Any]]]):
         value = self._coerce_default(self.default_factory(current_config(config)))
         now = datetime.now(timezone.utc)
         dumped = {"kind": type(value).__name__, "content": value.model_dump(mode="json")}
-        return [SearchItem(ns, "default", dumped, now, now)]
+        return [SearchItem(ns, DEFAULT_KEY, dumped, now, now)]
 
     def get(
         self, key: str, *, refresh_ttl: bool | None = None, config: RunnableConfig | None = None

@@ -106,6 +106,11 @@ def changed_fields(record: MemoryRecord, form: Any) -> tuple[Any, dict[str, Any]
 
 def forget_effect(record: MemoryRecord) -> str:
     """What forgetting this memory does, in words (shown before confirming)."""
+    if record.damaged:
+        return (
+            "This stored item cannot be read as a memory (see why above), so it is "
+            "removed for good: it cannot be undone. Its audit events stay."
+        )
     state = {"fact": "retracted", "rule": "forgotten", "episode": "forgotten"}.get(
         record.type, "forgotten"
     )

@@ -36,7 +36,7 @@ def _ns(text: str) -> tuple[str, ...]:
 def fail(e: Exception) -> typer.Exit:
     """Print a package error (or a bad JSON argument) as one line; exit status 1."""
     text = error_text(e) if isinstance(e, LangmemError) else str(e)
-    Console(stderr=True).print(f"error: {text}", highlight=False, markup=False)
+    Console(stderr=True, soft_wrap=True).print(f"error: {text}", highlight=False, markup=False)
     return typer.Exit(1)
 
 

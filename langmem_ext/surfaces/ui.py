@@ -196,7 +196,9 @@ def create_ui_app(
     async def memories(request: Request, who: MemoryContext) -> Response:
         kind = request.query_params.get("type") or None
         cursor = request.query_params.get("cursor") or None
-        listing = await act("list", who, types=[kind] if kind else None, limit=50, cursor=cursor)
+        listing = await act(
+            "list", who, types=[kind] if kind else None, limit=50, cursor=cursor, damaged=True
+        )
         stats = await act("stats", who)
         return page(request, "list.html", items=listing.items, page=listing, kind=kind,
                     types=_TYPES, stats=stats)  # fmt: skip
@@ -241,6 +243,7 @@ def create_ui_app(
         if record is None:
             raise not_found(mid)
         chain = await act("versions", who, id=mid) if record.type == "fact" else []
+        # A damaged item has no form: it can only be looked at and removed.
         events = await act("history", who, id=mid)
         return page(request, "memory.html", status=status, m=record, events=events,
                     chain=chain, error=error, form=form or {},
@@ -286,7 +289,10 @@ def create_ui_app(
     async def forget(request: Request, who: MemoryContext, form: Any = None) -> Response:
         mid = request.path_params["id"]
         if form is not None and form.get("confirm") == "yes":
-            await act("forget", who, type=form.get("type"), id=mid)
+            if form.get("type") == "damaged":  # nothing to keep in a history: removed
+                await act("delete", who, id=mid)
+            else:
+                await act("forget", who, type=form.get("type"), id=mid)
             return RedirectResponse("/", status_code=303)
         record = await act("get", who, id=mid)
         if record is None or not record.live:

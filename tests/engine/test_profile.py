@@ -110,18 +110,43 @@ def test_confidence_threshold_skips_and_logs(eng, ctx, caplog):
     assert strict.added == [] and strict.skipped[0].reason == "low_confidence"
 
 
-def test_max_facts_removes_the_lowest_confidence_first(eng, ctx, store):
-    a = eng.add_fact(ctx, "Likes tea", "preference", 0.9, max_facts=3)
-    b = eng.add_fact(ctx, "Plays chess", "behavior", 0.6, max_facts=3)
-    c = eng.add_fact(ctx, "Lives in Oslo", "context", 0.8, max_facts=3)
-    done = eng.add_facts(ctx, [fact("Wants to learn Rust", "goal", 0.7)], max_facts=3)
+REFLECTED = {"source": "reflection", "thread_id": "t1"}
+
+
+def test_max_facts_archives_the_lowest_confidence_reflection_fact(eng, ctx, store):
+    cap = {"max_facts": 3, "provenance": REFLECTED}
+    a = eng.add_fact(ctx, "Likes tea", "preference", 0.9, **cap)
+    b = eng.add_fact(ctx, "Plays chess", "behavior", 0.6, **cap)
+    c = eng.add_fact(ctx, "Lives in Oslo", "context", 0.8, **cap)
+    done = eng.add_facts(ctx, [fact("Wants to learn Rust", "goal", 0.7)], **cap)
     assert done.removed == [b.id]
     assert store.get(space(ctx), b.id) is None
     ids = {f.id for f in eng.get_profile(ctx).facts}
     assert ids == {a.id, c.id, done.added[0].id}
-    # Seed 004: the new fact is added even when it is the least confident.
-    low = eng.add_facts(ctx, [fact("Owns a bike", "context", 0.55)], max_facts=3)
+    # archived, not deleted: found by id, audited, its text still stored
+    evicted = eng.get(ctx, b.id)
+    assert (evicted.live, evicted.validity, evicted.content) == (False, "evicted", "Plays chess")
+    assert [(e.action, e.reason) for e in eng.history(ctx, b.id)] == [
+        ("created", None),
+        ("evicted", "max_facts"),
+    ]
+    # the new fact is added even when it is the least confident
+    low = eng.add_facts(ctx, [fact("Owns a bike", "context", 0.55)], **cap)
     assert low.removed == [done.added[0].id] and len(eng.get_profile(ctx).facts) == 3
+
+
+def test_max_facts_never_evicts_facts_stored_on_purpose(eng, ctx):
+    stored = eng.store_fact(ctx, "user", "passport", "Passport number X1234567", confidence=0.1)
+    added = eng.add_fact(ctx, "Blood type is AB negative", "context", 0.51)
+    cap = {"max_facts": 1, "provenance": REFLECTED}
+    first = eng.add_fact(ctx, "Likes tea", "preference", 0.9, **cap)
+    done = eng.add_facts(ctx, [fact("Plays chess", "behavior", 0.95)], **cap)
+    assert done.removed == [first.id]
+    current = {f.id for f in eng.get_profile(ctx).facts}
+    assert current == {stored.id, added.id, done.added[0].id}
+    # a call that adds stored facts only never counts them either
+    more = eng.add_facts(ctx, [fact("Speaks Danish", "context", 0.6)], max_facts=1)
+    assert more.removed == [] and len(eng.get_profile(ctx).facts) == 4
 
 
 def test_near_duplicate_is_merged_into_the_existing_fact(eng, ctx, clock):

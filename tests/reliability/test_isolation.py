@@ -10,12 +10,14 @@ import itertools
 import json
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langmem_ext import (
     MemoryPrompt,
+    PostgresStore,
     SQLiteStore,
     create_manage_memory_tool,
     create_search_memory_tool,
@@ -44,13 +46,34 @@ def _reply(messages) -> list:
     return [(f"Reflected {m.group(0)} coffee", "context", 0.9) for m in MARK.finditer(text)]
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def fresh_store(request):
+    """A new empty store for each example: SQLite in memory, or a PostgreSQL
+    schema of its own on the session's server."""
+    index = {"dims": 64, "embed": WordEmbeddings(64), "fields": ["content"]}
+    if request.param == "sqlite":
+        return request.param, lambda: SQLiteStore(index=index)
+    server = request.getfixturevalue("pg_server")
+
+    def make():
+        pool = {"min_size": 1, "max_size": 2}
+        store = PostgresStore(server.fresh_schema(), index=index, pool_config=pool)
+        store.setup()
+        return store
+
+    return request.param, make
+
+
 @settings(settings.get_profile("reliability"))
 @given(steps=st.lists(step, min_size=4, max_size=14))
-def test_random_sequences_never_cross_users_or_tenants(steps, tally):
-    t = tally("random operation sequences, 2 tenants x 2 users (engine, tools, prompt, reflection)")
+def test_random_sequences_never_cross_users_or_tenants(steps, tally, fresh_store):
+    backend, make = fresh_store
+    t = tally(
+        "random operation sequences, 2 tenants x 2 users (engine, tools, prompt, reflection)"
+        + ("" if backend == "sqlite" else ", PostgreSQL")
+    )
     counter = itertools.count()
-    index = {"dims": 64, "embed": WordEmbeddings(64), "fields": ["content"]}
-    store = SQLiteStore(index=index)
+    store = make()
     engine = MemoryEngine(store, retry=RetryPolicy(base_delay=0.0))
     manage = create_manage_memory_tool(store=store)
     search = create_search_memory_tool(store=store)

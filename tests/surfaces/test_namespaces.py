@@ -194,7 +194,23 @@ def test_bad_templates_rejected_at_construction(template, match):
 
 
 def test_template_copy_and_keys():
-    t = NamespaceTemplate(("org", "{org_id}", "{user_id}-{agent_id}"))
+    t = NamespaceTemplate(("org", "{org_id}", "{user_id}", "agent-{agent_id}"))
     assert NamespaceTemplate(t).template == t.template
     assert t.keys == ("org_id", "user_id", "agent_id")
     assert NamespaceTemplate().keys == ("org_id", "user_id", "agent_id")
+
+
+def test_a_label_holds_one_id_at_most():
+    with pytest.raises(ConfigurationError, match=r"holds 2 ids \(org_id, user_id\).*own"):
+        NamespaceTemplate(("{org_id}-{user_id}",))
+    # the same id twice cannot run into another
+    assert NamespaceTemplate(("{user_id}-{user_id}",))(cfg(user_id="a")) == ("a-a",)
+
+
+@pytest.mark.parametrize(
+    "template, value", [(("t{user_id}", "x"), "enant"), (("_{user_id}", "x"), "meta")]
+)
+def test_a_filled_template_never_starts_with_a_reserved_label(template, value):
+    with pytest.raises(ConfigurationError, match="reserved for the memory layout"):
+        NamespaceTemplate(template)(cfg(user_id=value))
+    assert NamespaceTemplate(template)(cfg(user_id="ada"))[1] == "x"

@@ -400,3 +400,25 @@ def test_in_chromium_sign_in_search_edit_history(served, tmp_path):
         browser.close()
     assert engine.get(ADA, ids["berlin"]).validity == "superseded"
     assert engine.get(ADA, newest.id).validity == "retracted"
+
+
+def test_a_damaged_item_is_shown_as_damaged_and_can_be_removed(world):
+    store, engine, _ = world
+    client, csrf = signed_in(store)
+    space = ("tenant", "acme", "user", "ada")  # written by another program, badly
+    store.put(space, "bad-1", {"kind": "fact", "content": "Likes tea", "confidence": "high"})
+    page = client.get("/").text
+    assert "damaged" in page and "confidence must be a number" in page
+    assert "Lives in Berlin" in page  # the rest still works
+    assert "<b>1</b> damaged" in page
+    shown = client.get("/memory/bad-1").text
+    assert "cannot be read as a memory" in shown and '"confidence": "high"' in shown
+    assert 'action="/memory/bad-1/edit"' not in shown
+    assert "Lives in Berlin" in client.get("/search?q=Berlin").text
+    asked = client.get("/memory/bad-1/forget").text
+    assert "Remove this damaged item?" in asked and "cannot be undone" in asked
+    r = client.post(
+        "/memory/bad-1/forget", data={"csrf": csrf, "confirm": "yes", "type": "damaged"}
+    )
+    assert r.status_code == 200 and store.get(space, "bad-1") is None
+    assert engine.stats(ADA)["damaged"] == 0
