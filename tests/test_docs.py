@@ -143,3 +143,17 @@ def test_notebooks_are_saved_with_their_current_outputs(notebook):
 
 
 _FLOAT = re.compile(r"-?\d+\.\d+")
+
+
+def test_the_operations_page_is_made_from_the_catalogue():
+    # docs/operations.md is generated from the operation declarations; a change to
+    # an operation without running scripts/operations_page.py fails here.
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "operations_page.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr

@@ -258,14 +258,15 @@ def create_ui_app(
     async def edit(request: Request, who: MemoryContext, form: Any) -> Response:
         mid = request.path_params["id"]
         record = await act("get", who, id=mid)
-        if record is None or not record.live:
+        if record is None:
             raise not_found(mid)
-        if str(form.get("version", "")) != record.updated_at:
+        if not record.live or str(form.get("version", "")) != record.updated_at:
             # Someone (another tab, the agent) changed it after this form was shown.
+            when = record.updated_at[:19].replace("T", " ")
+            what = "replaced or forgotten" if not record.live else "changed"
             message = (
-                f"this memory was changed at {record.updated_at[:19].replace('T', ' ')} "
-                "after you opened it; your edit was not saved. Here is the current version: "
-                "edit it again."
+                f"this memory was {what} at {when} after you opened it; your edit was not "
+                "saved. Its current version is shown here: edit that one."
             )
             return await detail(request, who, error=message, status=409)
         content, changes = changed_fields(record, form)

@@ -371,3 +371,43 @@ def test_an_org_caller_never_reads_its_users_memories(tmp_path, tally):
     # the org's own memory is still found
     assert "holiday" in create_search_memory_tool(store=store).invoke({"query": "holiday"}, config)
     store.close()
+
+
+ODD_IDS = ["a%00b", "%00", "..%2F..%2Fetc", "%E2%80%A8", "x" * 5000, "%F0%9F%A6%84", "%25", "'"]
+
+
+def test_odd_ids_and_concurrent_edits_in_the_browser(world, tally):
+    store, fid = world
+    odd = tally("memory browser: odd ids in paths (NUL, separators, very long)")
+    race = tally("memory browser: an edit of a memory changed since the form was shown")
+    client = TestClient(create_ui_app(store, caller=ADA), base_url="http://127.0.0.1:8765")
+    page = client.get(f"/memory/{fid}").text
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+    for _ in range(SCALE):
+        before = dump(store)
+        for mid in ODD_IDS:
+            for method, path, data in [
+                ("GET", f"/memory/{mid}", None),
+                ("GET", f"/memory/{mid}/forget", None),
+                ("POST", f"/memory/{mid}/forget", {"csrf": csrf, "confirm": "yes", "type": "fact"}),
+                ("POST", f"/memory/{mid}/edit", {"csrf": csrf, "version": "x", "content": "y"}),
+            ]:
+                odd.case()
+                r = client.request(method, path, data=data)
+                if r.status_code >= 500 or r.status_code < 400 or 'class="error"' not in r.text:
+                    odd.violation(f"{method} {path[:40]}: {r.status_code}")
+        if dump(store) != before:
+            odd.violation("the store changed")
+        # two tabs: the second edit of the same version is refused with a message
+        shown = client.get(f"/memory/{fid}").text
+        version = re.search(r'name="version" value="([^"]+)"', shown).group(1)
+        first = {"csrf": csrf, "version": version, "content": "Passport number X1234567 (renewed)"}
+        client.post(f"/memory/{fid}/edit", data=first)
+        current = [i for i in MemoryEngine(store).search(ADA, "passport") if i.record.live]
+        after_first = dump(store)
+        race.case()
+        second = {"csrf": csrf, "version": version, "content": "Passport lost"}
+        r = client.post(f"/memory/{fid}/edit", data=second)
+        if r.status_code != 409 or "not saved" not in r.text or dump(store) != after_first:
+            race.violation(f"the second edit: {r.status_code}")
+        fid = current[0].id  # the memory the next round edits
