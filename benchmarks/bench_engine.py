@@ -22,7 +22,8 @@ from langgraph.store.base import PutOp
 
 from langmem_ext import SQLiteStore
 from langmem_ext.engine import Fact, MemoryContext, MemoryEngine
-from langmem_ext.engine.lifecycle import INDEX_FIELDS, slot_of
+from langmem_ext.engine.env import INDEX_FIELDS
+from langmem_ext.engine.lifecycle import slot_of
 from langmem_ext.engine.models import new_id, ts
 
 DIMS = 64
@@ -70,7 +71,7 @@ def load(engine: MemoryEngine, ctx: MemoryContext, lookup: Lookup, n: int) -> No
             updated_at=now,
             last_confirmed_at=now,
         )
-        ops.append(PutOp(env.ns("fact"), rec.id, rec.to_value(), INDEX_FIELDS))
+        ops.append(PutOp(env.layer("user").ns, rec.id, rec.to_value(), INDEX_FIELDS))
         if len(ops) == 2000:
             engine.store.batch(ops)
             ops = []
@@ -131,7 +132,7 @@ def bench_writes(n: int) -> tuple[float, float]:
                 subject="user",
                 predicate=f"p{i % 50}",
             )
-            store.put(env.ns("fact_plain"), rec.id, rec.to_value(), index=INDEX_FIELDS)
+            store.put((*env.layer("user").ns, "plain"), rec.id, rec.to_value(), index=INDEX_FIELDS)
         plain = n / (time.perf_counter() - t)
         t = time.perf_counter()
         for i, c in enumerate(texts):  # 50 slots: most writes supersede an older fact

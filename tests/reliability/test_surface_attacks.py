@@ -383,7 +383,7 @@ def test_odd_ids_and_concurrent_edits_in_the_browser(world, tally):
     client = TestClient(create_ui_app(store, caller=ADA), base_url="http://127.0.0.1:8765")
     page = client.get(f"/memory/{fid}").text
     csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
-    for _ in range(SCALE):
+    for n in range(SCALE):
         before = dump(store)
         for mid in ODD_IDS:
             for method, path, data in [
@@ -401,9 +401,10 @@ def test_odd_ids_and_concurrent_edits_in_the_browser(world, tally):
         # two tabs: the second edit of the same version is refused with a message
         shown = client.get(f"/memory/{fid}").text
         version = re.search(r'name="version" value="([^"]+)"', shown).group(1)
-        first = {"csrf": csrf, "version": version, "content": "Passport number X1234567 (renewed)"}
+        renewed = f"Passport number X1234567 (renewed {n})"
+        first = {"csrf": csrf, "version": version, "content": renewed}
         client.post(f"/memory/{fid}/edit", data=first)
-        current = [i for i in MemoryEngine(store).search(ADA, "passport") if i.record.live]
+        current = [h for h in MemoryEngine(store).search(ADA, "passport") if h.content == renewed]
         after_first = dump(store)
         race.case()
         second = {"csrf": csrf, "version": version, "content": "Passport lost"}
