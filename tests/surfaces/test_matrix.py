@@ -291,7 +291,7 @@ BAD = [
         lambda c, ids: c.get("/?type=memo")),
     Bad("unknown layer", "INVALID_LAYER",
         lambda e, ids: e.store_rule(ADA, "x", layer="galaxy"),
-        None,  # the tools store in the user's layer
+        ("memory_store_rule", {"content": "x", "layer": "galaxy"}),
         ("memories", "store-rule", "x", "--layer", "galaxy"),
         _new("rule", {"content": "x", "layer": "galaxy"})),
     Bad("unknown search mode", "INVALID_VALUE",
