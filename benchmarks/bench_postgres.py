@@ -51,9 +51,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from langgraph.store.base import PutOp  # noqa: E402
+from langmem_ext_dev.postgres import EmbeddedPostgres, start_embedded_postgres  # noqa: E402
 
 from langmem_ext.stores.postgres import AsyncPostgresStore, PostgresStore  # noqa: E402
-from langmem_ext.testing.postgres import EmbeddedPostgres, start_embedded_postgres  # noqa: E402
 
 DIMS = 384
 N_QUERIES = 50

@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 from langgraph.store.base import PutOp
+from langmem_ext_dev.bench.locomo import NS, embed_all
+from langmem_ext_dev.bench.locomo_data import CATEGORIES, Conversation, load_locomo, recall_at_k
 
 from langmem_ext import SQLiteStore
-from langmem_ext.bench.locomo import NS, embed_all
-from langmem_ext.bench.locomo_data import CATEGORIES, Conversation, load_locomo, recall_at_k
 from langmem_ext.stores import CachedEmbeddings
 from langmem_ext.stores.sqlite._exec import _STOPWORDS as STOP  # the words a query drops
 

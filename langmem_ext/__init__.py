@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING
 from ._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time names load on first use
-    from .engine import EngineConfig, EngineMetrics, HealthStatus, MemoryContext, MemoryEngine
+    from .agents import Compartments, MemoryPrompt, ReflectionExecutor, create_memory_tools
+    from .engine import (
+        EngineConfig,
+        EngineMetrics,
+        HealthStatus,
+        MemoryContext,
+        MemoryEngine,
+        NamespaceTemplate,
+    )
     from .errors import (
         AuthenticationError,
         CompartmentFullError,
@@ -42,13 +50,15 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time names load on 
         StoreUnavailableError,
         TenantAccessError,
     )
-    from .reflection import (
-        MemoryPrompt,
-        ReflectionExecutor,
+    from .langmem import (
+        create_manage_memory_tool,
         create_memory_manager,
+        create_memory_searcher,
         create_memory_store_manager,
+        create_search_memory_tool,
         create_thread_extractor,
     )
+    from .servers import create_mcp_server, create_ui_app
     from .stores import (
         AsyncPostgresStore,
         CachedEmbeddings,
@@ -59,16 +69,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time names load on 
         SQLiteStore,
         VectorIndexConfig,
     )
-    from .surfaces import (
-        Compartments,
-        NamespaceTemplate,
-        create_manage_memory_tool,
-        create_search_memory_tool,
-    )
-    from .surfaces.mcp import create_mcp_server
-    from .surfaces.memory_tools import create_memory_tools
-    from .surfaces.searcher import create_memory_searcher
-    from .surfaces.ui import create_ui_app
 
 #: Where each exported name lives: ``import langmem_ext`` imports none of them,
 #: ``from langmem_ext import SQLiteStore`` only the SQLite store.
@@ -77,7 +77,7 @@ _EXPORTS = {
     "AuthenticationError": ".errors",
     "CachedEmbeddings": ".stores",
     "CompartmentFullError": ".errors",
-    "Compartments": ".surfaces",
+    "Compartments": ".agents",
     "ConfigurationError": ".errors",
     "ContentTooLongError": ".errors",
     "DamagedMemoryError": ".errors",
@@ -101,30 +101,30 @@ _EXPORTS = {
     "MemoryContext": ".engine",
     "MemoryEngine": ".engine",
     "MemoryNotFoundError": ".errors",
-    "MemoryPrompt": ".reflection",
+    "MemoryPrompt": ".agents",
     "MemoryToolError": ".errors",
     "MemoryToolNotFoundError": ".errors",
     "MissingIdentifierError": ".errors",
     "PermissionDeniedError": ".errors",
-    "NamespaceTemplate": ".surfaces",
+    "NamespaceTemplate": ".engine",
     "PostgresStore": ".stores",
     "ProviderError": ".errors",
     "RateLimitedError": ".errors",
-    "ReflectionExecutor": ".reflection",
+    "ReflectionExecutor": ".agents",
     "SQLiteStore": ".stores",
     "StoreError": ".errors",
     "StoreUnavailableError": ".errors",
     "TenantAccessError": ".errors",
     "VectorIndexConfig": ".stores",
-    "create_manage_memory_tool": ".surfaces",
-    "create_mcp_server": ".surfaces.mcp",
-    "create_memory_manager": ".reflection",
-    "create_memory_searcher": ".surfaces.searcher",
-    "create_memory_store_manager": ".reflection",
-    "create_memory_tools": ".surfaces.memory_tools",
-    "create_search_memory_tool": ".surfaces",
-    "create_thread_extractor": ".reflection",
-    "create_ui_app": ".surfaces.ui",
+    "create_manage_memory_tool": ".langmem",
+    "create_mcp_server": ".servers",
+    "create_memory_manager": ".langmem",
+    "create_memory_searcher": ".langmem",
+    "create_memory_store_manager": ".langmem",
+    "create_memory_tools": ".agents",
+    "create_search_memory_tool": ".langmem",
+    "create_thread_extractor": ".langmem",
+    "create_ui_app": ".servers",
 }
 
 __version__ = "0.1.0"

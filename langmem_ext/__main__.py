@@ -1,3 +1,3 @@
-from .surfaces.cli import main
+from .cli import main
 
 main()

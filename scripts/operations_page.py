@@ -65,8 +65,8 @@ def _type(schema: dict[str, Any]) -> str:
 
 
 def render() -> str:
+    from langmem_ext.agents.reflection.context import context
     from langmem_ext.engine.operations import OPERATIONS
-    from langmem_ext.reflection.context import context
 
     lines = [INTRO]
     specs = [*OPERATIONS.values(), context]

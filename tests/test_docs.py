@@ -33,15 +33,11 @@ MODULES = _all_modules()
 #: Modules that may have no example (internal plumbing, or needing a server).
 NO_EXAMPLE_NEEDED = {
     "langmem_ext.__main__",
-    "langmem_ext.bench",
-    "langmem_ext.bench.locomo",
-    "langmem_ext.bench.store_speed",
-    "langmem_ext.surfaces.cli",  # its commands are run by test_cli_* below
-    "langmem_ext.surfaces.cli_memories",  # run by tests/surfaces/test_cli_memories.py
-    "langmem_ext.surfaces.cli_store",  # run by tests/surfaces/test_cli_memories.py
-    "langmem_ext.surfaces.eval_cli",  # a command: its --help shows how to run it
+    "langmem_ext.cli.app",  # its commands are run by test_cli_* below
+    "langmem_ext.cli.memories",  # run by tests/surfaces/test_cli_memories.py
+    "langmem_ext.cli.store",  # run by tests/surfaces/test_cli_memories.py
+    "langmem_ext.cli.dev",  # a command: its --help shows how to run it
     "langmem_ext.testing",
-    "langmem_ext.testing.postgres",  # starts a server
     "langmem_ext.stores.postgres",  # needs a server: its examples are shown, not run
     "langmem_ext.stores.postgres.store",
     "langmem_ext.stores.postgres.store_async",
@@ -55,7 +51,7 @@ def _ours(module, name: str, test_name: str) -> bool:
     if test_name == name or test_name.startswith(f"{name}.__test__."):
         return True
     # Objects defined here, or re-homed here with __module__ (MemoryTool lives in
-    # _tooling but says langmem_ext.surfaces.tools); not names imported from
+    # agents.tooling but says langmem_ext.agents); not names imported from
     # another module, whose examples run there with that module's globals.
     top = getattr(module, test_name[len(name) + 1 :].split(".")[0], None)
     return getattr(top, "__module__", None) == name
@@ -94,7 +90,7 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_cli_demo_prints_hits_with_scores(tmp_path):
-    from langmem_ext.surfaces.cli import app
+    from langmem_ext.cli.app import app
 
     db = tmp_path / "demo.db"
     result = CliRunner().invoke(app, ["demo", "--db", str(db)], env={"COLUMNS": "200"})
@@ -110,7 +106,7 @@ def test_cli_demo_prints_hits_with_scores(tmp_path):
 
 
 def test_every_cli_command_has_help():
-    from langmem_ext.surfaces.cli import app
+    from langmem_ext.cli.app import app
 
     for cmd in app.registered_commands:
         assert cmd.callback.__doc__ and "Example:" in cmd.callback.__doc__

@@ -1,62 +1,55 @@
-"""Reflection: facts extracted from conversations in the background, and
-memory given back to the model within a token budget.
-
-* :class:`FactExtractor` — one chat-model call per turn, validated (:mod:`.extract`);
-* :class:`ReflectionExecutor` — debounced background reflection, a graph node
-  and ``create_agent`` middleware (:mod:`.executor`);
-* :func:`format_profile`, :func:`memory_context` — the profile and
-  context blocks (:mod:`.context`); :class:`MemoryPrompt` puts them into the system
-  prompt (:mod:`.middleware`).
+"""The old home of reflection and the LangMem-compatible managers, kept for
+one release: every name and module here warns and points to its new place
+(:mod:`langmem_ext.agents.reflection`, :mod:`langmem_ext.agents`,
+:mod:`langmem_ext.langmem`).
 
 Examples:
-    >>> from langmem_ext import SQLiteStore
-    >>> from langmem_ext.engine import MemoryContext, MemoryEngine
-    >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext("acme", user_id="ada")
-    >>> _ = engine.store_rule(ctx, "Always confirm before sending messages")
-    >>> print(memory_context(engine, ctx, "send a message", "general"))
-    # Memory
-    ## Facts
-    - (none)
-    ## Rules
-    - [candidate | 0.80] Always confirm before sending messages
-    ## Recent episodes
-    - (none)
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     from langmem_ext.reflection import ReflectionExecutor
+    >>> ReflectionExecutor.__module__
+    'langmem_ext.agents.reflection.executor'
 """
 
-from .context import DEFAULT_QUOTAS, amemory_context, format_profile, memory_context
-from .executor import ReflectionExecutor, ReflectionFailure
-from .extract import FactExtractor, MalformedOutput
-from .managers import (
-    ExtractedMemory,
-    Memory,
-    MemoryManager,
-    create_memory_manager,
-    create_thread_extractor,
-)
-from .middleware import MemoryPrompt, ReflectionMiddleware
-from .reflect import ReflectionResult, ReflectionSettings
-from .store_manager import MemoryStoreManager, create_memory_store_manager
-from .tokens import token_counter
+from .._moved import install, old_package
 
-__all__ = [
-    "DEFAULT_QUOTAS",
-    "ExtractedMemory",
-    "FactExtractor",
-    "MalformedOutput",
-    "Memory",
-    "MemoryManager",
-    "MemoryPrompt",
-    "MemoryStoreManager",
-    "ReflectionExecutor",
-    "ReflectionFailure",
-    "ReflectionMiddleware",
-    "ReflectionResult",
-    "ReflectionSettings",
-    "amemory_context",
-    "create_memory_manager",
-    "create_memory_store_manager",
-    "create_thread_extractor",
-    "format_profile",
-    "memory_context",
-    "token_counter",
-]
+install()
+
+_REFLECTION = "langmem_ext.agents.reflection"
+_LANGMEM = "langmem_ext.langmem"
+__getattr__, __dir__ = old_package(
+    __name__,
+    {
+        **{
+            n: _REFLECTION
+            for n in (
+                "DEFAULT_QUOTAS",
+                "FactExtractor",
+                "MalformedOutput",
+                "ReflectionExecutor",
+                "ReflectionFailure",
+                "ReflectionResult",
+                "ReflectionSettings",
+                "amemory_context",
+                "format_profile",
+                "memory_context",
+                "token_counter",
+            )
+        },
+        "MemoryPrompt": "langmem_ext.agents",
+        "ReflectionMiddleware": "langmem_ext.agents",
+        **{
+            n: _LANGMEM
+            for n in (
+                "ExtractedMemory",
+                "Memory",
+                "MemoryManager",
+                "MemoryStoreManager",
+                "create_memory_manager",
+                "create_memory_store_manager",
+                "create_thread_extractor",
+            )
+        },
+    },
+)

@@ -1,5 +1,8 @@
-"""Helpers for testing and benchmarking with real components (no mocks)."""
+"""Offline stand-ins for examples and tests: scripted chat models that play a
+conversation or an extraction without a network (:mod:`.chat`).
 
-from .postgres import EmbeddedPostgres, start_embedded_postgres
-
-__all__ = ["EmbeddedPostgres", "start_embedded_postgres"]
+Examples:
+    >>> from langmem_ext.testing.chat import ScriptedExtractionModel
+    >>> ScriptedExtractionModel([[("Lives in Berlin", "context", 0.9)]]).calls
+    0
+"""

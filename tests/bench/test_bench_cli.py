@@ -7,10 +7,10 @@ import json
 from collections import Counter
 
 import pytest
+from langmem_ext_dev.bench.locomo_data import load_locomo, recall_at_k
 from typer.testing import CliRunner
 
-from langmem_ext.bench.locomo_data import load_locomo, recall_at_k
-from langmem_ext.surfaces.cli import app
+from langmem_ext.cli.app import app
 
 SAMPLE = [
     {
@@ -173,7 +173,7 @@ def test_bench_store_command(tmp_path):
 
 
 def test_bench_store_skips_what_would_not_fit():
-    from langmem_ext.bench import store_speed
+    from langmem_ext_dev.bench import store_speed
 
     rate = {"lg-postgres": 100.0}
     row = store_speed._bench_one("lg-postgres", "random", 1_000_000, 3, None, rate, 600, None)
@@ -216,8 +216,9 @@ def test_bench_store_with_postgres_contenders(tmp_path):
 
 
 def _reflected(locomo_file, window=1, observation=None):
+    from langmem_ext_dev.bench.locomo_facts import caller, reflect_conversation
+
     from langmem_ext import SQLiteStore
-    from langmem_ext.bench.locomo_facts import caller, reflect_conversation
     from langmem_ext.engine import MemoryEngine
 
     data = json.loads(locomo_file.read_text())
@@ -231,7 +232,7 @@ def _reflected(locomo_file, window=1, observation=None):
 
 
 def test_facts_are_stored_with_the_turns_they_came_from(locomo_file):
-    from langmem_ext.bench.locomo_facts import fact_turns
+    from langmem_ext_dev.bench.locomo_facts import fact_turns
 
     engine, ctx, _, tally = _reflected(locomo_file)
     stored = {f.content: fact_turns(f) for f in engine.get_profile(ctx).facts}
@@ -245,7 +246,7 @@ def test_facts_are_stored_with_the_turns_they_came_from(locomo_file):
 
 
 def test_a_fact_of_a_wider_window_names_every_turn_of_it(locomo_file):
-    from langmem_ext.bench.locomo_facts import fact_turns
+    from langmem_ext_dev.bench.locomo_facts import fact_turns
 
     engine, ctx, _, tally = _reflected(locomo_file, window=3)
     turns = {fact_turns(f) for f in engine.get_profile(ctx).facts}
@@ -254,7 +255,7 @@ def test_a_fact_of_a_wider_window_names_every_turn_of_it(locomo_file):
 
 
 def test_an_observation_offered_again_is_skipped_as_a_duplicate(locomo_file):
-    from langmem_ext.bench.locomo_facts import fact_turns
+    from langmem_ext_dev.bench.locomo_facts import fact_turns
 
     # Two turns in two sessions: offered with each, stored once (the first).
     engine, ctx, _, tally = _reflected(locomo_file, observation=["Ana has a cat.", "D1:1; D2:2"])
@@ -265,7 +266,8 @@ def test_an_observation_offered_again_is_skipped_as_a_duplicate(locomo_file):
 
 
 def test_merged_facts_count_for_the_turns_of_every_source():
-    from langmem_ext.bench.locomo_facts import fact_turns
+    from langmem_ext_dev.bench.locomo_facts import fact_turns
+
     from langmem_ext.engine import Fact
 
     fact = Fact(

@@ -12,9 +12,9 @@ from langchain_core.messages import AIMessage
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
+from langmem_ext.agents.tools import MEMORY_TOOL_NAMES, create_memory_tools
 from langmem_ext.engine import MemoryContext
 from langmem_ext.errors import MemoryNotFoundError
-from langmem_ext.surfaces.memory_tools import MEMORY_TOOL_NAMES, create_memory_tools
 
 CONFIG = {"configurable": {"memory_context": MemoryContext("acme", user_id="ada")}}
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from langmem_ext import SQLiteStore
+from langmem_ext.agents.reflection import ReflectionExecutor, ReflectionSettings
 from langmem_ext.engine import MemoryContext, MemoryEngine, RetryPolicy
-from langmem_ext.reflection import ReflectionExecutor, ReflectionSettings
 from langmem_ext.testing.chat import ScriptedExtractionModel
 from tests.embeddings import WordEmbeddings
 

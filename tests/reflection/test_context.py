@@ -13,11 +13,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
 
 from langmem_ext import create_memory_tools
+from langmem_ext.agents import MemoryPrompt
+from langmem_ext.agents.reflection import amemory_context, format_profile, memory_context
+from langmem_ext.agents.reflection.tokens import token_counter
 from langmem_ext.engine import Profile
 from langmem_ext.engine.models import Fact
 from langmem_ext.errors import InvalidValueError
-from langmem_ext.reflection import MemoryPrompt, amemory_context, format_profile, memory_context
-from langmem_ext.reflection.tokens import token_counter
 from tests.surfaces.scripted import ScriptedChatModel
 
 from .conftest import config_for
@@ -180,7 +181,7 @@ def test_context_omits_the_lowest_scored_first(engine, ctx, context):
 
 
 def test_context_ties_follow_created_at_desc_then_id():
-    from langmem_ext.reflection.context import _Entry, _order
+    from langmem_ext.agents.reflection.context import _Entry, _order
 
     def e(id: str, created: str, score: float = 0.5) -> _Entry:
         return _Entry("facts", score, created, id, id, None)

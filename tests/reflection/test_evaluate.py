@@ -11,9 +11,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage
-from typer.testing import CliRunner
-
-from langmem_ext.reflection.evaluate import (
+from langmem_ext_dev.evaluate import (
     EvalCase,
     EvalTurn,
     ExpectedFact,
@@ -22,7 +20,9 @@ from langmem_ext.reflection.evaluate import (
     matches,
     scripted_model,
 )
-from langmem_ext.surfaces.cli import app
+from typer.testing import CliRunner
+
+from langmem_ext.cli.app import app
 from langmem_ext.testing.chat import ScriptedExtractionModel
 
 CASES = load_cases()

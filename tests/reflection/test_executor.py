@@ -13,9 +13,9 @@ import time
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
+from langmem_ext.agents.reflection import ReflectionExecutor, ReflectionSettings
 from langmem_ext.engine import MemoryContext, MemoryEngine
 from langmem_ext.errors import ConfigurationError, InvalidValueError, MissingIdentifierError
-from langmem_ext.reflection import ReflectionExecutor, ReflectionSettings
 from langmem_ext.testing.chat import ScriptedExtractionModel
 
 from .conftest import config_for, make_executor
@@ -175,7 +175,7 @@ import sys, threading
 from langchain_core.messages import HumanMessage
 from langmem_ext import SQLiteStore
 from langmem_ext.engine import MemoryEngine
-from langmem_ext.reflection import ReflectionExecutor
+from langmem_ext.agents.reflection import ReflectionExecutor
 from langmem_ext.testing.chat import ScriptedExtractionModel
 
 never = threading.Event()

@@ -10,8 +10,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_openai import ChatOpenAI
 
+from langmem_ext.agents.reflection import FactExtractor, ReflectionSettings
 from langmem_ext.errors import ExtractionError
-from langmem_ext.reflection import FactExtractor, ReflectionSettings
 from langmem_ext.testing.chat import ScriptedExtractionModel
 
 from .conftest import config_for, make_executor
@@ -64,7 +64,7 @@ def test_local_server_without_tools_falls_back_to_json_object(engine, ctx, refle
     with LocalChatServer([facts, more], tools=False) as server:
         model = ChatOpenAI(model="local", base_url=server.base_url, api_key="x", max_retries=0)
         ex = make_executor(FactExtractor(model), engine)
-        with caplog.at_level(logging.WARNING, logger="langmem_ext.reflection"):
+        with caplog.at_level(logging.WARNING, logger="langmem_ext.agents.reflection"):
             result = reflect(ex, TURN, config_for(ctx))
         # the fall-back is remembered: the next turn makes one call, in JSON mode
         nxt = [HumanMessage("I have a dog", id="h2"), AIMessage("Cute", id="a2")]
@@ -127,7 +127,7 @@ GOOD = [("Lives in Berlin", "context", 0.9)]
 def test_malformed_output_is_logged_and_asked_again(engine, ctx, reflect, caplog, bad, logged):
     model = ScriptedExtractionModel([bad, GOOD])
     ex = make_executor(model, engine)
-    with caplog.at_level(logging.WARNING, logger="langmem_ext.reflection"):
+    with caplog.at_level(logging.WARNING, logger="langmem_ext.agents.reflection"):
         result = reflect(ex, TURN, config_for(ctx))
     assert logged in caplog.text
     assert result.model_calls == 2
@@ -167,7 +167,7 @@ def test_invalid_facts_after_all_attempts_keep_the_valid_ones(engine, ctx, refle
         {"content": "Likes jazz", "category": "music", "confidence": 0.9},
     ]
     ex = make_executor([mixed, mixed, mixed], engine)
-    with caplog.at_level(logging.WARNING, logger="langmem_ext.reflection"):
+    with caplog.at_level(logging.WARNING, logger="langmem_ext.agents.reflection"):
         result = reflect(ex, TURN, config_for(ctx))
     assert result.model_calls == 3
     assert result.invalid == [

@@ -12,8 +12,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 
+from langmem_ext.agents import MemoryPrompt
+from langmem_ext.agents.reflection import ReflectionExecutor
 from langmem_ext.engine import MemoryContext, MemoryEngine
-from langmem_ext.reflection import MemoryPrompt, ReflectionExecutor
 from langmem_ext.testing.chat import ScriptedExtractionModel
 from tests.surfaces.scripted import ScriptedChatModel
 

@@ -16,10 +16,10 @@ from langchain_core.outputs import ChatGenerationChunk
 from langchain_openai import ChatOpenAI
 from langgraph.graph import END, START, MessagesState, StateGraph
 
+from langmem_ext.agents.reflection import FactExtractor, ReflectionSettings, token_counter
+from langmem_ext.agents.reflection.extract import FEEDBACK_CHARS, classify
+from langmem_ext.agents.reflection.screen import LOG_CHARS, MAX_FACT_CHARS
 from langmem_ext.errors import ExtractionError
-from langmem_ext.reflection import FactExtractor, ReflectionSettings, token_counter
-from langmem_ext.reflection.extract import FEEDBACK_CHARS, classify
-from langmem_ext.reflection.screen import LOG_CHARS, MAX_FACT_CHARS
 from langmem_ext.testing.chat import ScriptedExtractionModel
 
 from .conftest import config_for, make_executor
@@ -60,7 +60,7 @@ def test_the_assistant_is_shown_as_context_and_its_words_are_not_stored(
     capital = "Berlin has been the capital of Germany since 1990"
     model = ScriptedExtractionModel([[fact("Lives in Berlin"), fact(capital, "knowledge")]])
     ex = make_executor(model, engine)
-    with caplog.at_level(logging.WARNING, logger="langmem_ext.reflection"):
+    with caplog.at_level(logging.WARNING, logger="langmem_ext.agents.reflection"):
         result = reflect(ex, BERLIN, config_for(ctx))
     prompt = model.seen[0][1].content
     assert "user: Hi! I live in Berlin" in prompt
@@ -167,7 +167,7 @@ def test_an_unknown_replaces_is_logged_and_the_old_fact_stays(
     )
     reflect(ex, BERLIN, config_for(ctx))
     turn = [HumanMessage("I moved to Munich", id="h2"), AIMessage("Great!", id="a2")]
-    with caplog.at_level(logging.WARNING, logger="langmem_ext.reflection"):
+    with caplog.at_level(logging.WARNING, logger="langmem_ext.agents.reflection"):
         result = reflect(ex, [*BERLIN, *turn], config_for(ctx))
     assert result.unknown_replaces == [replaces] and result.superseded == []
     assert contents(engine, ctx) == ["Lives in Berlin", "Lives in Munich"]
@@ -393,7 +393,8 @@ def test_a_server_that_never_calls_tools_still_remembers(store):
     from langchain.agents import create_agent
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from langmem_ext.reflection import MemoryPrompt, ReflectionExecutor
+    from langmem_ext.agents import MemoryPrompt
+    from langmem_ext.agents.reflection import ReflectionExecutor
 
     def answer(body: dict) -> Any:
         if body.get("tools"):  # the extraction call, with a named tool choice

@@ -89,7 +89,7 @@ def test_missing_template_key_fails_before_any_model_call(store):
 
 
 def test_a_server_without_tools_gets_json_requests(caplog):
-    caplog.set_level(logging.WARNING, logger="langmem_ext.reflection")
+    caplog.set_level(logging.WARNING, logger="langmem_ext.agents.reflection")
     reply = {"memories": [{"kind": "Memory", "content": {"content": "Likes tea"}}]}
     with LocalChatServer([reply], tools=False) as server:
         model = ChatOpenAI(base_url=server.base_url, api_key="x", model="local", max_retries=0)
@@ -103,7 +103,7 @@ def test_a_server_without_tools_gets_json_requests(caplog):
 
 
 def test_update_of_an_unknown_id_is_logged_and_kept_as_new(caplog):
-    caplog.set_level(logging.INFO, logger="langmem_ext.reflection")
+    caplog.set_level(logging.INFO, logger="langmem_ext.agents.reflection")
     model = ScriptedExtractionModel(
         [_manage({"id": "nope", "kind": "Memory", "content": {"content": "Likes tea"}})]
     )
@@ -117,7 +117,7 @@ def test_update_of_an_unknown_id_is_logged_and_kept_as_new(caplog):
 
 
 def test_deletes_of_unknown_ids_change_nothing(store, caplog):
-    caplog.set_level(logging.WARNING, logger="langmem_ext.reflection")
+    caplog.set_level(logging.WARNING, logger="langmem_ext.agents.reflection")
     engine = MemoryEngine(store, namespace=NS)
     fact = engine.add_fact(ADA, "Lives in Berlin", "context", 0.9)
     model = ScriptedExtractionModel([_manage(delete=["not-there"])])

@@ -33,6 +33,9 @@ from langgraph.store.base import PutOp
 from starlette.testclient import TestClient
 
 from langmem_ext import MemoryPrompt, SQLiteStore
+from langmem_ext.agents.reflection import FactExtractor, ReflectionSettings, memory_context
+from langmem_ext.agents.reflection.reflect import reflect_steps
+from langmem_ext.agents.tools import create_memory_tools
 from langmem_ext.engine import (
     IDENTITY_KEYS,
     MemoryContext,
@@ -42,17 +45,10 @@ from langmem_ext.engine import (
 )
 from langmem_ext.engine.tenancy import fill_space
 from langmem_ext.errors import ConfigurationError, LangmemError, StoreError
-from langmem_ext.reflection import (
-    FactExtractor,
-    ReflectionSettings,
-    create_memory_store_manager,
-    memory_context,
-)
-from langmem_ext.reflection.reflect import reflect_steps
+from langmem_ext.langmem import create_memory_store_manager
+from langmem_ext.servers.callers import Callers
+from langmem_ext.servers.ui import create_ui_app
 from langmem_ext.stores.postgres import PostgresStore
-from langmem_ext.surfaces.callers import Callers
-from langmem_ext.surfaces.memory_tools import create_memory_tools
-from langmem_ext.surfaces.ui import create_ui_app
 from langmem_ext.testing.chat import ScriptedExtractionModel
 from tests.embeddings import WordEmbeddings
 

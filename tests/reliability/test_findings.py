@@ -32,6 +32,7 @@ from langmem_ext import (
     create_manage_memory_tool,
     create_search_memory_tool,
 )
+from langmem_ext.agents.reflection import ReflectionExecutor, ReflectionSettings
 from langmem_ext.engine import MemoryContext, MemoryEngine, RetryPolicy
 from langmem_ext.errors import (
     ConfigurationError,
@@ -41,7 +42,6 @@ from langmem_ext.errors import (
     LangmemError,
     MemoryNotFoundError,
 )
-from langmem_ext.reflection import ReflectionExecutor, ReflectionSettings
 from langmem_ext.testing.chat import ScriptedExtractionModel
 from tests.embeddings import WordEmbeddings
 

@@ -20,9 +20,9 @@ from langmem_ext import (
     create_manage_memory_tool,
     create_search_memory_tool,
 )
+from langmem_ext.agents.reflection import ReflectionSettings, memory_context
 from langmem_ext.engine import MemoryContext, MemoryEngine, NamespaceTemplate, RetryPolicy
 from langmem_ext.errors import LangmemError
-from langmem_ext.reflection import ReflectionSettings, memory_context
 from langmem_ext.stores.postgres import PostgresStore
 from tests.embeddings import WordEmbeddings
 

@@ -22,9 +22,9 @@ from langmem_ext import (
     create_manage_memory_tool,
     create_search_memory_tool,
 )
+from langmem_ext.agents.reflection import ReflectionExecutor, ReflectionSettings, memory_context
 from langmem_ext.engine import MemoryEngine, RetryPolicy
 from langmem_ext.errors import LangmemError
-from langmem_ext.reflection import ReflectionExecutor, ReflectionSettings, memory_context
 from langmem_ext.testing.chat import ScriptedExtractionModel
 from tests.embeddings import WordEmbeddings
 

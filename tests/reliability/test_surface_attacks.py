@@ -24,10 +24,10 @@ from typer.testing import CliRunner
 
 from langmem_ext import SQLiteStore, create_manage_memory_tool
 from langmem_ext.engine import MemoryContext, MemoryEngine
+from langmem_ext.servers.callers import Callers
+from langmem_ext.servers.mcp import create_mcp_server
+from langmem_ext.servers.ui import create_ui_app
 from langmem_ext.stores.transfer import export_jsonl
-from langmem_ext.surfaces.callers import Callers
-from langmem_ext.surfaces.mcp import create_mcp_server
-from langmem_ext.surfaces.ui import create_ui_app
 
 from .conftest import SCALE
 
@@ -307,7 +307,7 @@ def test_an_org_caller_never_reads_its_users_memories(tmp_path, tally):
     from mcp.client.client import Client
 
     from langmem_ext import create_search_memory_tool
-    from langmem_ext.surfaces.cli import app as cli
+    from langmem_ext.cli.app import app as cli
 
     t = tally("org caller reading its users' memories (tools, MCP, browser, CLI)")
     db = tmp_path / "org.db"

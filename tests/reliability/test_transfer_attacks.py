@@ -31,10 +31,10 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 from typer.testing import CliRunner
 
+from langmem_ext.cli.app import app
+from langmem_ext.cli.dbopen import open_store
 from langmem_ext.errors import InvalidOperationError, LangmemError
 from langmem_ext.stores.transfer import import_jsonl
-from langmem_ext.surfaces.cli import app
-from langmem_ext.surfaces.dbopen import open_store
 from tests.stores.store_probes import ACCEPTED, FACES, PROBES, REFUSED, Faces, expected, snapshot
 
 from .conftest import LONG, SCALE

@@ -14,7 +14,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
 
 from langmem_ext.errors import ConfigurationError
-from langmem_ext.surfaces.tools import create_manage_memory_tool, create_search_memory_tool
+from langmem_ext.langmem.tools import create_manage_memory_tool, create_search_memory_tool
 
 from .conftest import memories, plain, snapshot
 from .scripted import ScriptedChatModel, call, last_tool_result, say

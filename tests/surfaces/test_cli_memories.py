@@ -13,7 +13,7 @@ from psycopg.conninfo import conninfo_to_dict
 from typer.testing import CliRunner
 
 from langmem_ext import SQLiteStore
-from langmem_ext.surfaces.cli import app
+from langmem_ext.cli.app import app
 from tests.postgres_server import pg_server  # noqa: F401 - fixture
 
 runner = CliRunner()

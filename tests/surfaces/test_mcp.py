@@ -197,7 +197,7 @@ SNAPSHOT = Path(__file__).with_name("mcp_tools.json")
 
 async def _listing(caller) -> list[dict]:
     from langmem_ext import SQLiteStore
-    from langmem_ext.surfaces.mcp import create_mcp_server
+    from langmem_ext.servers.mcp import create_mcp_server
 
     server = create_mcp_server(SQLiteStore(), caller=caller).server
     async with Client(server) as client:

@@ -21,9 +21,9 @@ from starlette.testclient import TestClient
 
 from langmem_ext import SQLiteStore, create_manage_memory_tool
 from langmem_ext.engine import MemoryContext, MemoryEngine
+from langmem_ext.servers.callers import Callers
+from langmem_ext.servers.ui import create_ui_app
 from langmem_ext.stores.transfer import export_jsonl
-from langmem_ext.surfaces.callers import Callers
-from langmem_ext.surfaces.ui import create_ui_app
 from tests.embeddings import WordEmbeddings
 
 ROOT = Path(__file__).resolve().parents[2]

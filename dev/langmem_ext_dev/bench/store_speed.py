@@ -1,0 +1,661 @@
+"""``langmem-ext bench store``: store speed and recall, side by side with
+LangGraph's stores, in one run.
+
+For every vector kind (:mod:`.store_data`), size and contender, two fresh
+processes run one after the other, so memory figures belong to one store:
+
+1. **load**: make the vectors, put the items in batches of 1,000 through
+   ``batch()`` (the embedder is a lookup: the store is measured, not the
+   model), and compute the exact top 10 of every query with numpy;
+2. **search**: open the store again, time the first result (open → first
+   result), run the query cases, and record the process's resident memory.
+   (LangGraph's InMemoryStore has nothing to reopen: it is searched in step 1,
+   and its memory includes the vectors the benchmark made.)
+
+Items live in namespaces ``("user", "u<i % 10>", "s<i // 100>")``: ten of 10 %
+each, and ``n / 10`` leaves of 10 items (100,000 at one million items). Cases:
+the whole store, one 10 % namespace, a filter matching half the items, and one
+leaf; for our stores also a one-item namespace in every search mode. Recall@10
+is against exact search, so an approximate index never looks better than it is.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import queue
+import resource
+import shutil
+import statistics
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from langgraph.store.base import BaseStore, PutOp
+
+from .store_data import DIMS, KINDS, make_vectors
+
+__all__ = ["CONTENDERS", "Contender", "run_store_bench"]
+
+NAMESPACES = 10
+CASES = ("whole", "namespace_10pct", "filter", "leaf")
+MODES = ("hybrid", "vector", "keyword")
+BATCH = 1000
+
+
+class _Vectors:
+    """The embed function handed to every store: a lookup by text."""
+
+    def __init__(self, docs: np.ndarray | None, queries: np.ndarray, texts: list[str] | None):
+        self.docs, self.queries = docs, queries
+        self.row = {t: i for i, t in enumerate(texts)} if texts else None
+
+    def __call__(self, texts: list[str]) -> list[list[float]]:
+        return [self._one(t).tolist() for t in texts]
+
+    def _one(self, text: str) -> np.ndarray:
+        if text.startswith("{"):  # LangGraph's SqliteStore embeds the value's JSON
+            text = json.loads(text)["text"]
+        if text.startswith("query "):
+            return self.queries[int(text[6:])]
+        if self.row is not None and text in self.row:
+            return self.docs[self.row[text]]  # type: ignore[index]
+        return self.docs[int(text[4:])]  # type: ignore[index]
+
+
+# (index config, scratch dir, dsn or None) -> context manager yielding a store
+Factory = Callable[[dict[str, Any], Path, Any], AbstractContextManager[BaseStore]]
+
+
+@dataclass(frozen=True)
+class Contender:
+    name: str
+    make: Factory
+    search_kwargs: dict[str, Any] = field(default_factory=dict)
+    query_budget_s: float = 60.0  # per case: slow stores get fewer queries at large sizes
+    needs_postgres: bool = False
+    reopen: bool = True  # False: nothing persists, searched in the loading process
+    max_items: int | None = None  # beyond: not run, with ``why``
+    why: str = ""
+    ours: bool = False
+
+
+@contextmanager
+def _ours_sqlite(index: dict[str, Any], tmp: Path, dsn: Any) -> Iterator[BaseStore]:
+    from langmem_ext.stores import SQLiteStore
+
+    with SQLiteStore(tmp / "ours.db", index={**index, "cache": False}) as store:
+        yield store
+
+
+@contextmanager
+def _ours_postgres(index: dict[str, Any], tmp: Path, dsn: Any) -> Iterator[BaseStore]:
+    from langmem_ext.stores import PostgresStore
+
+    with PostgresStore.from_conn_string(dsn, index={**index, "cache": False}) as store:
+        store.setup()
+        yield store
+
+
+def _lg_postgres_with(ann: dict[str, Any] | None) -> Factory:
+    @contextmanager
+    def make(index: dict[str, Any], tmp: Path, dsn: Any) -> Iterator[BaseStore]:
+        from langgraph.store.postgres import PostgresStore as LangGraphPostgresStore
+
+        cfg = {**index, "ann_index_config": ann} if ann else index
+        with LangGraphPostgresStore.from_conn_string(dsn, index=cfg) as store:  # type: ignore[arg-type]
+            store.setup()
+            yield store
+
+    return make
+
+
+@contextmanager
+def _lg_inmemory(index: dict[str, Any], tmp: Path, dsn: Any) -> Iterator[BaseStore]:
+    from langgraph.store.memory import InMemoryStore
+
+    yield InMemoryStore(index=index)  # type: ignore[arg-type]
+
+
+@contextmanager
+def _lg_sqlite(index: dict[str, Any], tmp: Path, dsn: Any) -> Iterator[BaseStore]:
+    # LangGraph's SqliteStore needs the sqlite-vec extension, which Python
+    # builds without extension loading (this one included) cannot load:
+    # pysqlite3's wheels bundle a SQLite that can.
+    try:
+        import sqlite_vec  # noqa: F401
+        from pysqlite3 import dbapi2 as sqlite3_ext
+    except ImportError as e:
+        raise RuntimeError(
+            "needs the 'pysqlite3-binary' and 'sqlite-vec' packages (a SQLite that can "
+            "load extensions); install the 'bench' extra"
+        ) from e
+    from langgraph.store.sqlite import SqliteStore
+
+    conn = sqlite3_ext.connect(str(tmp / "lg.db"), check_same_thread=False, isolation_level=None)
+    try:
+        store = SqliteStore(conn, index=index)  # type: ignore[arg-type]
+        store.setup()
+        yield store
+    finally:
+        conn.close()
+
+
+_INMEMORY_WHY = (
+    "not run: LangGraph's InMemoryStore keeps every vector as a Python list of floats "
+    "(about 12 KB per 384-d item, over 11 GB at 1M) and scans them in Python"
+)
+
+CONTENDERS: dict[str, Contender] = {
+    "sqlite": Contender("langmem_ext SQLiteStore", _ours_sqlite, {"mode": "vector"}, ours=True),
+    "postgres": Contender(
+        "langmem_ext PostgresStore",
+        _ours_postgres,
+        {"mode": "vector"},
+        needs_postgres=True,
+        ours=True,
+    ),
+    "lg-inmemory": Contender(
+        "LangGraph InMemoryStore",
+        _lg_inmemory,
+        query_budget_s=30.0,
+        reopen=False,
+        max_items=300_000,
+        why=_INMEMORY_WHY,
+    ),
+    "lg-sqlite": Contender("LangGraph SqliteStore (sqlite-vec)", _lg_sqlite),
+    "lg-postgres": Contender(
+        "LangGraph PostgresStore (HNSW)", _lg_postgres_with(None), needs_postgres=True
+    ),
+    "lg-postgres-exact": Contender(
+        "LangGraph PostgresStore (exact)",
+        _lg_postgres_with({"kind": "flat"}),
+        needs_postgres=True,
+    ),
+}
+
+
+def _settle(dsn: str) -> None:
+    """What autovacuum does to a loaded table before long: planner statistics,
+    and the visibility map that lets index-only scans skip the heap."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+
+
+def item(i: int, text: str | None = None) -> tuple[tuple[str, ...], str, dict[str, Any]]:
+    ns = ("user", f"u{i % NAMESPACES}", f"s{i // (10 * NAMESPACES)}")
+    return ns, f"k{i}", {"text": text or f"doc {i}", "bucket": i % 20}
+
+
+LEAF = ("user", "u3", "s42")
+SOLO = ("solo", "s")  # one item (row n), in the whole store but no other scope
+SCOPES: dict[str, tuple[tuple[str, ...], dict[str, Any] | None]] = {
+    "whole": ((), None),
+    "namespace_10pct": (("user", "u3"), None),
+    "filter": ((), {"bucket": {"$lt": 10}}),
+    "leaf": (LEAF, None),
+}
+
+
+def _masks(rows: int) -> dict[str, np.ndarray]:
+    """Which rows each case searches; the last row is the one-item namespace's."""
+    i = np.arange(rows)
+    solo = i == rows - 1
+    return {
+        "whole": np.ones(rows, dtype=bool),
+        "namespace_10pct": (i % NAMESPACES == 3) & ~solo,
+        "filter": (i % 20 < 10) | solo,  # its bucket is 0
+        "leaf": (i % NAMESPACES == 3) & (i // (10 * NAMESPACES) == 42) & ~solo,
+    }
+
+
+def _truth(docs: np.ndarray, queries: np.ndarray, k: int = 10) -> dict[str, np.ndarray]:
+    """Exact top-k row indices per case and query (cosine of unit vectors; ties
+    by row), in chunks: memory stays at the size of the vectors."""
+    masks = _masks(len(docs))
+    parts: dict[str, list[list[tuple[np.ndarray, np.ndarray]]]] = {
+        c: [[] for _ in queries] for c in masks
+    }
+    chunk = 100_000
+    for a in range(0, len(docs), chunk):
+        sims = docs[a : a + chunk] @ queries.T  # rows × queries
+        for c, mask in masks.items():
+            rows = np.flatnonzero(mask[a : a + chunk])
+            if not len(rows):
+                continue
+            kk = min(k, len(rows))
+            top = rows[np.argpartition(-sims[rows], kk - 1, axis=0)[:kk]]  # kk × queries
+            for j in range(len(queries)):
+                parts[c][j].append((a + top[:, j], sims[top[:, j], j]))
+    out = {}
+    for c in masks:
+        best = []
+        for j in range(len(queries)):
+            ids = np.concatenate([p[0] for p in parts[c][j]]) if parts[c][j] else np.empty(0)
+            sc = np.concatenate([p[1] for p in parts[c][j]]) if parts[c][j] else np.empty(0)
+            best.append(ids[np.lexsort((ids, -sc))][:k])
+        out[c] = np.asarray(best, dtype=np.int64).reshape(len(queries), -1)
+    return out
+
+
+def _rss_mb() -> float:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def _peak_mb() -> float:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if os.uname().sysname == "Darwin" else peak / 1024
+
+
+# -- the two phases, each in a fresh process ------------------------------------------
+
+
+def _load_phase(job: dict[str, Any], report: Any) -> dict[str, Any]:
+    c = CONTENDERS[job["contender"]]
+    n, kind = job["n"], job["kind"]
+    report(("phase", "vectors"))
+    docs, queries = make_vectors(kind, n + 1, job["queries"])
+    texts = None
+    if kind == "text":
+        from .store_data import text_corpus
+
+        texts = text_corpus()[0][: n + 1]
+    vectors = _Vectors(docs, queries, texts)
+    index = {"dims": DIMS, "embed": vectors, "fields": ["text"]}
+    tmp = Path(job["scratch"])
+    out: dict[str, Any] = {}
+    report(("phase", "load"))
+    with c.make(index, tmp, job.get("dsn")) as store:
+        t = time.perf_counter()
+        for a in range(0, n, BATCH):
+            store.batch(
+                [PutOp(*item(i, texts[i] if texts else None)) for i in range(a, min(n, a + BATCH))]
+            )
+            report(("advance", min(BATCH, n - a)))
+        out["load_s"] = time.perf_counter() - t
+        out["put_per_s"] = n / out["load_s"]
+        store.put(SOLO, f"k{n}", {"text": texts[n] if texts else f"doc {n}", "bucket": 0})
+        if c.needs_postgres:
+            _settle(job["dsn"])
+        report(("phase", "exact search"))
+        truth = _truth(docs, queries)
+        np.savez(tmp / "truth.npz", queries=queries, **truth)  # type: ignore[arg-type]
+        out["load_peak_rss_mb"] = _peak_mb()
+        if not c.reopen:
+            out.update(_queries(c, store, queries, truth, report))
+            out["search_rss_mb"] = _rss_mb()
+    return out
+
+
+def _search_phase(job: dict[str, Any], report: Any) -> dict[str, Any]:
+    c = CONTENDERS[job["contender"]]
+    tmp = Path(job["scratch"])
+    saved = np.load(tmp / "truth.npz")
+    queries = saved["queries"]
+    truth = {case: saved[case] for case in CASES}
+    index = {"dims": DIMS, "embed": _Vectors(None, queries, None), "fields": ["text"]}
+    report(("phase", "open"))
+    base_rss = _rss_mb()
+    t = time.perf_counter()
+    with c.make(index, tmp, job.get("dsn")) as store:
+        store.search(("user", "u3"), query="query 0", limit=10, **c.search_kwargs)
+        out: dict[str, Any] = {"open_to_first_ms": (time.perf_counter() - t) * 1000}
+        out.update(_queries(c, store, queries, truth, report))
+        if c.ours:
+            out["modes"] = _modes(store, len(queries))
+        out["search_rss_mb"] = _rss_mb()
+        out["search_rss_before_open_mb"] = base_rss
+    out["search_peak_rss_mb"] = _peak_mb()
+    return out
+
+
+def _queries(
+    c: Contender, store: BaseStore, queries: np.ndarray, truth: dict[str, np.ndarray], report: Any
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for case in CASES:
+        report(("phase", case))
+        prefix, flt = SCOPES[case]
+        lat, hits, t_case = [], [], time.perf_counter()
+        for qi in range(len(queries)):
+            t = time.perf_counter()
+            got = store.search(prefix, query=f"query {qi}", filter=flt, limit=10, **c.search_kwargs)
+            lat.append((time.perf_counter() - t) * 1000)
+            exact = {f"k{i}" for i in truth[case][qi]}
+            keys = {r.key for r in got}
+            hits.append(len(keys & exact) / len(exact) if exact else float(not keys))
+            report(("advance_q", 1))
+            if time.perf_counter() - t_case > c.query_budget_s and qi >= 4:
+                break
+        out[case] = {
+            "median_ms": statistics.median(lat),
+            "p95_ms": float(np.percentile(lat, 95)),
+            "queries": len(lat),
+            "recall_at_10": float(np.mean(hits)),
+        }
+    return out
+
+
+def _modes(store: BaseStore, n_queries: int) -> dict[str, dict[str, float]]:
+    """Our stores only: the one-item and the 10-item namespace in every mode."""
+    out = {}
+    for scope_name, scope in (("solo", SOLO), ("leaf", LEAF)):
+        for mode in MODES:
+            lat = []
+            for qi in range(min(n_queries, 20)):
+                t = time.perf_counter()
+                store.search(scope, query=f"query {qi}", limit=10, mode=mode)  # type: ignore[call-arg]
+                lat.append((time.perf_counter() - t) * 1000)
+            out[f"{scope_name}_{mode}"] = {"median_ms": statistics.median(lat)}
+    return out
+
+
+def _child(phase: str, job: dict[str, Any], q: Any) -> None:
+    try:
+        fn = _load_phase if phase == "load" else _search_phase
+        q.put(("result", fn(job, q.put)))
+    except BaseException as e:  # reported to the parent, which carries on
+        q.put(("error", f"{type(e).__name__}: {e}", traceback.format_exc()))
+
+
+def _run_child(
+    phase: str, job: dict[str, Any], on_message: Callable[[Any], None]
+) -> dict[str, Any]:
+    ctx = multiprocessing.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=_child, args=(phase, job, q), daemon=True)
+    p.start()
+    try:
+        while True:
+            try:
+                msg = q.get(timeout=1.0)
+            except queue.Empty:
+                if not p.is_alive():
+                    raise RuntimeError(
+                        f"the {phase} process died (exit code {p.exitcode})"
+                    ) from None
+                continue
+            if msg[0] == "result":
+                return msg[1]
+            if msg[0] == "error":
+                raise RuntimeError(msg[1])
+            on_message(msg)
+    finally:
+        p.join(timeout=30)
+        if p.is_alive():
+            p.kill()
+
+
+# -- the run -------------------------------------------------------------------------
+
+
+def run_store_bench(
+    sizes: list[int],
+    contenders: list[str],
+    kinds: list[str] = ["random"],  # noqa: B006 - read only
+    n_queries: int = 50,
+    load_budget_s: float = 1200.0,
+    progress: Any = None,
+) -> list[dict[str, Any]]:
+    """Every kind × size × contender, one embedded PostgreSQL server for all
+    (started only if a contender needs it); one row each.
+
+    A contender is skipped at a size when its put rate at the previous size
+    says loading would take longer than ``load_budget_s`` (the row says so).
+    ``progress(description, total)`` returns an ``advance(k)`` callable.
+    """
+    pg = None
+    if any(CONTENDERS[name].needs_postgres for name in contenders):
+        from langmem_ext_dev.postgres import start_embedded_postgres
+
+        pg = start_embedded_postgres()
+    rows = []
+    try:
+        for kind in kinds:
+            rate: dict[str, float] = {}
+            for n in sizes:
+                for name in contenders:
+                    row = _bench_one(name, kind, n, n_queries, pg, rate, load_budget_s, progress)
+                    rows.append(row)
+    finally:
+        if pg is not None:
+            pg.stop()
+    return rows
+
+
+def _bench_one(
+    name: str,
+    kind: str,
+    n: int,
+    n_queries: int,
+    pg: Any,
+    rate: dict[str, float],
+    load_budget_s: float,
+    progress: Any,
+) -> dict[str, Any]:
+    c = CONTENDERS[name]
+    row: dict[str, Any] = {"store": c.name, "key": name, "kind": kind, "n": n}
+    if kind == "text":
+        from .store_data import text_corpus
+
+        if n + 1 > len(text_corpus()[0]):
+            return {**row, "unavailable": "the text corpus is smaller than this size"}
+    if c.max_items is not None and n > c.max_items:
+        return {**row, "unavailable": c.why}
+    if name in rate and n / rate[name] > load_budget_s:
+        est = n / rate[name]
+        return {
+            **row,
+            "unavailable": f"not run: loading would take ~{est / 60:.0f} min at the "
+            f"{rate[name]:,.0f} puts/s measured at the previous size "
+            f"(budget {load_budget_s / 60:.0f} min)",
+        }
+    scratch = Path(tempfile.mkdtemp(prefix="lmx-bench-"))
+    job = {"contender": name, "kind": kind, "n": n, "queries": n_queries, "scratch": str(scratch)}
+    if c.needs_postgres:
+        job["dsn"] = pg.fresh_database()
+    label = f"{c.name} · {kind} · {n:,}"
+    advance = progress(f"{label}: load", n) if progress else (lambda k: None)
+    searched = progress(f"{label}: search", n_queries * len(CASES)) if progress else None
+
+    def on_message(msg: Any) -> None:
+        if msg[0] == "advance":
+            advance(msg[1])
+        elif msg[0] == "advance_q" and searched:
+            searched(msg[1])
+
+    try:
+        row.update(_run_child("load", job, on_message))
+        rate[name] = row["put_per_s"]
+        if c.reopen:
+            row.update(_run_child("search", job, on_message))
+    except Exception as e:
+        row["unavailable"] = str(e).splitlines()[0][:300]
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        if c.needs_postgres:
+            _drop_database(str(job["dsn"]))
+    # 1-minute load average after this contender: on a small shared machine, other
+    # work beside the run moves latencies.
+    row["loadavg_1m"] = os.getloadavg()[0]
+    return row
+
+
+def _drop_database(dsn: str) -> None:
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    info = conninfo_to_dict(dsn)
+    name = info.pop("dbname")
+    try:
+        with psycopg.connect(make_conninfo("", **info, dbname="postgres"), autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    except psycopg.Error:
+        pass
+
+
+def embedder_throughput(n: int = 200) -> dict[str, float]:
+    """The offline default embedder's own speed (load, texts/s, one query)."""
+    t = time.perf_counter()
+    from langmem_ext.stores.embeddings import LocalEmbeddings
+
+    emb = LocalEmbeddings()
+    emb.embed_query("warm up")
+    load = time.perf_counter() - t
+    base = "I went hiking with my sister last weekend and we saw a waterfall near the lake"
+    texts = [f"{base} ({i})" for i in range(n)]
+    t = time.perf_counter()
+    emb.embed_documents(texts)
+    rate = n / (time.perf_counter() - t)
+    t = time.perf_counter()
+    for i in range(20):
+        emb.embed_query(f"where did she go hiking {i}")
+    return {"load_s": load, "docs_per_s": rate, "query_ms": (time.perf_counter() - t) / 20 * 1000}
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> Path | None:
+    """PNG: per case, median latency against size (top) and recall@10 against
+    latency (bottom), so an approximate store never looks better than it is."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    rows = [r for r in rows if "unavailable" not in r]
+    stores = list(dict.fromkeys(r["store"] for r in rows))
+    colors = {s: plt.cm.tab10(i % 10) for i, s in enumerate(stores)}
+    markers = {"random": "o", "clustered": "s", "text": "^"}
+    fig, axes = plt.subplots(2, len(CASES), figsize=(5 * len(CASES), 8.5), squeeze=False)
+    for col, case in enumerate(CASES):
+        top, bottom = axes[0][col], axes[1][col]
+        for s in stores:
+            for kind in KINDS:
+                pts = sorted(
+                    (r["n"], r[case]["median_ms"], r[case]["recall_at_10"])
+                    for r in rows
+                    if r["store"] == s and r["kind"] == kind and case in r
+                )
+                if not pts:
+                    continue
+                n, ms, rec = zip(*pts, strict=True)
+                style = {"color": colors[s], "marker": markers.get(kind, "o")}
+                top.plot(n, ms, **style, label=f"{s} ({kind})")
+                bottom.scatter(ms, rec, **style)
+                for x, y, size in zip(ms, rec, n, strict=True):
+                    bottom.annotate(f"{size:,.0f}", (x, y), fontsize=6, alpha=0.7)
+        top.set(xscale="log", yscale="log", xlabel="items", ylabel="median latency (ms)")
+        top.set_title(case.replace("_", " "))
+        bottom.set(xscale="log", xlabel="median latency (ms)", ylabel="recall@10 vs exact")
+        bottom.set_ylim(-0.02, 1.04)
+        for ax in (top, bottom):
+            ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+# -- the command ---------------------------------------------------------------------
+
+
+_COLUMNS = ("put/s", "open→1st ms", "RSS MB")
+
+
+def report(
+    sizes: list[int],
+    stores: list[str],
+    kinds: list[str],
+    n_queries: int,
+    out: Path,
+    load_budget_s: float = 1200.0,
+    console: Any = None,
+) -> list[dict[str, Any]]:
+    """Run the benchmark with a progress bar, print one table per vector kind,
+    and write ``store.json`` and ``store.png`` into ``out``."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+    from rich.table import Table
+
+    console = console or Console()
+    bar = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
+
+    def track(description: str, total: int) -> Callable[[int], None]:
+        task = bar.add_task(description, total=total)
+        return lambda k: bar.advance(task, k)
+
+    with bar:
+        rows = run_store_bench(sizes, stores, kinds, n_queries, load_budget_s, track)
+    for kind in kinds:
+        table = Table(title=f"Store speed, {kind} vectors (ms; R@10 against exact search)")
+        for col in ("store", "items", *_COLUMNS):
+            table.add_column(col, justify="left" if col == "store" else "right")
+        for case in CASES:
+            for col in ("med", "p95", "R@10"):
+                table.add_column(f"{case.split('_')[0]} {col}", justify="right")
+        for r in (r for r in rows if r["kind"] == kind):
+            if "unavailable" in r:
+                table.add_row(r["store"], f"{r['n']:,}", r["unavailable"])
+                continue
+            cells = [r["store"], f"{r['n']:,}", f"{r['put_per_s']:,.0f}"]
+            first = r.get("open_to_first_ms")
+            cells += [f"{first:,.0f}" if first is not None else "n/a", f"{r['search_rss_mb']:,.0f}"]
+            for case in CASES:
+                c = r[case]
+                cells += [f"{c['median_ms']:.2f}", f"{c['p95_ms']:.2f}", f"{c['recall_at_10']:.3f}"]
+            table.add_row(*cells)
+        console.print(table)
+    modes = [r for r in rows if "modes" in r]
+    if modes:
+        table = Table(title="Our stores: one-item and 10-item namespace, every mode (median ms)")
+        table.add_column("store")
+        table.add_column("kind")
+        table.add_column("items", justify="right")
+        names = list(modes[0]["modes"])
+        for name in names:
+            table.add_column(name.replace("_", " "), justify="right")
+        for r in modes:
+            table.add_row(
+                r["store"],
+                r["kind"],
+                f"{r['n']:,}",
+                *(f"{r['modes'][m]['median_ms']:.2f}" for m in names),
+            )
+        console.print(table)
+    emb = embedder_throughput()
+    console.print(
+        f"local embedder: load {emb['load_s']:.2f} s, {emb['docs_per_s']:.1f} documents/s "
+        f"batched, {emb['query_ms']:.1f} ms per query"
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "store.json").write_text(json.dumps({"rows": rows, "embedder": emb}, indent=2))
+    console.print(f"wrote {out / 'store.json'}")
+    png = plot(rows, out / "store.png")
+    if png:
+        console.print(f"wrote {png}")
+    return rows

@@ -1,0 +1,558 @@
+"""Run, session and plan memory for agents: three tools and a prompt hook.
+
+* **run** memory holds scratch notes for the task at hand. It is shown to the
+  model in every model call of the run and cleared when the run ends. A run is
+  one ``invoke`` of the agent: it is keyed by ``run_id`` when the config has one,
+  else by ``thread_id``, plus the graph's position, so a sub-agent invoked from
+  a tool gets its own run memory and clearing it leaves the parent's alone.
+* **session** memory persists across runs and is shared by every agent of the
+  session, sub-agents included. The session is ``session_id`` (from
+  ``configurable`` or the run's context), else ``thread_id``; a sub-agent
+  invoked inside a tool inherits both from its parent.
+* **plan** memory tracks a multi-step plan; ``plan_scope`` makes it live as long
+  as a run or (default) a session.
+
+Only run memory enters the prompt; the model reads the others with
+``get_memory``. Entries are items of the ``BaseStore`` (one item each, under
+``(*namespace, compartment, scope…)``, not indexed for vector search), with
+``id``, ``content``, ``category``, ``tags``, ``metadata``, ``created_at``,
+``updated_at``, ``access_count`` (reads by ``get_memory``) and ``priority``
+(1–10). Each compartment holds at most ``limit`` characters of content (10,000
+by default); a save that would exceed it fails, changes nothing, and lists the
+entries the model could delete, least important first.
+
+Wiring, in one line each::
+
+    create_agent(model, tools, store=store, middleware=[Compartments().middleware()])
+    create_react_agent(model, tools + c.tools, store=store,
+                       pre_model_hook=c.pre_model_hook, post_model_hook=c.post_model_hook)
+
+Examples:
+    >>> from langgraph.store.memory import InMemoryStore
+    >>> c = Compartments(store=InMemoryStore(), limit=50)
+    >>> save, get, clear = c.tools
+    >>> cfg = {"configurable": {"thread_id": "t1"}}
+    >>> save.invoke({"compartment": "session", "content": "user is in Paris"}, cfg)
+    'saved memory ... in session (16/50 characters used)'
+    >>> [e["content"] for e in json.loads(get.invoke({"compartment": "session"}, cfg))]
+    ['user is in Paris']
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain_core import messages as lc
+from langchain_core.runnables import RunnableConfig
+from langgraph.store.base import BaseStore, PutOp
+from pydantic import BaseModel, Field, create_model
+
+from .._langgraph import config_runtime
+from ..engine import MemoryContext, NamespaceTemplate, layout
+from ..engine.checks import check_int, check_mapping, check_text, run_config, shown
+from ..engine.models import ts
+from ..engine.namespaces import check_label
+from ..errors import (
+    CompartmentFullError,
+    ConfigurationError,
+    InvalidValueError,
+    MemoryToolError,
+    MissingIdentifierError,
+)
+from .middleware import with_system_block
+from .tooling import MemoryTool, resolve_store
+
+__all__ = ["COMPARTMENTS", "Compartments", "MemoryEntry"]
+
+Compartment = Literal["run", "session", "plan"]
+COMPARTMENTS: tuple[str, ...] = ("run", "session", "plan")
+_PAGE = 500
+
+
+@dataclass
+class MemoryEntry:
+    """One entry of a compartment, as stored and as ``get_memory`` returns it."""
+
+    id: str
+    content: str
+    category: str | None = None
+    tags: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: str = ""
+    updated_at: str = ""
+    access_count: int = 0
+    priority: int = 5
+
+    @classmethod
+    def from_value(cls, value: dict[str, Any]) -> MemoryEntry:
+        known = {k: value[k] for k in cls.__dataclass_fields__ if k in value}
+        return cls(**known)
+
+
+class Compartments:
+    """Run / session / plan memory: tools, a prompt hook and run-end clearing.
+
+    Args:
+        store: Store to use; by default the running graph's store.
+        namespace: The app's namespace template for each user's memories (the
+            same as the memory tools'); None: the identity rule. Compartments live
+            in that user's bookkeeping, so one user never reads another's
+            session, even on a shared session id. Without any user (a
+            single-user app passing only ``thread_id``), they live in an
+            anonymous space of the tenant.
+        default_tenant: tenant of runs without authentication.
+        limit: Characters of content each compartment may hold (10,000).
+        limits: Per-compartment overrides, e.g. ``{"plan": 20_000}``.
+        plan_scope: ``"session"`` (default) or ``"run"``: how long plans live.
+
+    Examples:
+        >>> c = Compartments(limits={"plan": 20_000})
+        >>> [t.name for t in c.tools], c.limits["plan"], c.limits["run"]
+        (['save_memory', 'get_memory', 'clear_memory'], 20000, 10000)
+    """
+
+    def __init__(
+        self,
+        *,
+        store: BaseStore | None = None,
+        namespace: tuple[str, ...] | str | NamespaceTemplate | None = None,
+        default_tenant: str | None = None,
+        limit: int = 10_000,
+        limits: dict[str, int] | None = None,
+        plan_scope: Literal["run", "session"] = "session",
+    ) -> None:
+        if plan_scope not in ("run", "session"):
+            raise ConfigurationError(
+                f"plan_scope must be 'run' or 'session', got {shown(plan_scope)}"
+            )
+        if store is not None and not isinstance(store, BaseStore):
+            raise ConfigurationError(
+                f"store must be a LangGraph BaseStore, got {type(store).__name__}"
+            )
+        check_mapping("limits", limits, error=ConfigurationError)
+        unknown = [shown(c) for c in limits or {} if c not in COMPARTMENTS]
+        if unknown:
+            raise ConfigurationError(
+                f"unknown compartments {unknown} in limits; use {', '.join(COMPARTMENTS)}"
+            )
+        self.limits: dict[str, int] = {c: limit for c in COMPARTMENTS} | dict(limits or {})
+        for c, v in self.limits.items():
+            check_int(f"the {c} limit", v, 1, 10**9, ConfigurationError)
+        check_text("default_tenant", default_tenant, optional=True, error=ConfigurationError)
+        self.store = store
+        self.namespace = NamespaceTemplate(namespace)
+        self.default_tenant = default_tenant
+        self.plan_scope = plan_scope
+        self.tools: list[MemoryTool] = _make_tools(self)
+
+    # -- where entries live --------------------------------------------------------
+
+    def scope(self, compartment: str, config: RunnableConfig | None = None) -> tuple[str, ...]:
+        """The namespace of ``compartment`` for the call ``config`` belongs to.
+
+        Raises:
+            ConfigurationError: no ``thread_id`` / ``session_id`` / ``run_id`` to
+                key the compartment by.
+        """
+        _check_compartment(compartment)
+        cfg = run_config(config)
+        conf = cfg.get("configurable") or {}
+        ctx = MemoryContext.from_config(
+            cfg, namespace=self.namespace, default_tenant=self.default_tenant
+        )
+        try:
+            space = layout.user_space(ctx.tenant_id, ctx.own_space())
+        except MissingIdentifierError:
+            space = (*layout.tenant_root(ctx.tenant_id), "_anonymous")
+        base = layout.meta_space(ctx.tenant_id, space, "compartments")
+        if compartment == "session" or (compartment == "plan" and self.plan_scope == "session"):
+            session = ctx.session_id
+            if session is None:
+                raise ConfigurationError(
+                    f"{compartment} memory needs a session: set 'session_id' or 'thread_id' "
+                    "in config['configurable'] (use a checkpointer and a thread)"
+                )
+            return (*base, compartment, check_label("session_id", session))
+        runtime = config_runtime(cfg)
+        run = getattr(getattr(runtime, "execution_info", None), "run_id", None)
+        run = run or conf.get("thread_id")
+        if run is None:
+            raise ConfigurationError(
+                f"{compartment} memory needs a run: set 'thread_id' in config['configurable'] "
+                "or pass run_id in the config"
+            )
+        ns = (*base, compartment, check_label("run id", str(run)))
+        # checkpoint_ns is "node:task" at the top level and "tool:task|node:task" in a
+        # sub-agent; its parent part tells a sub-agent's run from its parent's.
+        parent = "|".join(str(conf.get("checkpoint_ns") or "").split("|")[:-1])
+        return (*ns, check_label("graph", parent)) if parent else ns
+
+    def entries(self, compartment: str, config: RunnableConfig | None = None) -> list[MemoryEntry]:
+        """The entries of ``compartment``, oldest first (no access is counted)."""
+        store, ns = self._where(compartment, config)
+        return _list(store, ns)
+
+    async def aentries(
+        self, compartment: str, config: RunnableConfig | None = None
+    ) -> list[MemoryEntry]:
+        """Async :meth:`entries`."""
+        store, ns = self._where(compartment, config)
+        return await _alist(store, ns)
+
+    def clear(self, compartment: str, config: RunnableConfig | None = None) -> int:
+        """Delete every entry of ``compartment``; returns how many."""
+        store, ns = self._where(compartment, config)
+        ops = [PutOp(ns, e.id, None) for e in _list(store, ns)]
+        if ops:
+            store.batch(ops)
+        return len(ops)
+
+    async def aclear(self, compartment: str, config: RunnableConfig | None = None) -> int:
+        """Async :meth:`clear`."""
+        store, ns = self._where(compartment, config)
+        ops = [PutOp(ns, e.id, None) for e in await _alist(store, ns)]
+        if ops:
+            await store.abatch(ops)
+        return len(ops)
+
+    def _where(
+        self, compartment: str, config: RunnableConfig | None
+    ) -> tuple[BaseStore, tuple[str, ...]]:
+        cfg = run_config(config)
+        return resolve_store(self.store, cfg, "compartment memory"), self.scope(compartment, cfg)
+
+    def _run_scoped(self) -> tuple[str, ...]:
+        return ("run", "plan") if self.plan_scope == "run" else ("run",)
+
+    # -- the run: prompt and clearing -----------------------------------------------
+
+    def render(self, entries: list[MemoryEntry]) -> str | None:
+        """The block of run memory put into the prompt (``None`` when empty)."""
+        if not entries:
+            return None
+        lines = [
+            "## Run memory",
+            "Notes you saved with save_memory(compartment='run') during this run; "
+            "they are erased when the run ends.",
+        ]
+        for e in sorted(entries, key=lambda e: (-e.priority, e.created_at)):
+            tags = f"; tags: {', '.join(e.tags)}" if e.tags else ""
+            cat = f" [{e.category}{tags}]" if e.category or tags else ""
+            lines.append(f"- id={e.id}{cat} (priority {e.priority}) {e.content}")
+        return "\n".join(lines)
+
+    def pre_model_hook(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        """``create_react_agent(pre_model_hook=...)``: show run memory to the model.
+
+        At the first model call of a run (the last message is the user's), leftovers
+        of an earlier run that ended abnormally are cleared first.
+        """
+        messages: list[lc.AnyMessage] = list(state["messages"])
+        if messages and isinstance(messages[-1], lc.HumanMessage):
+            for c in self._run_scoped():
+                self.clear(c, config)
+            return {"llm_input_messages": messages}
+        block = self.render(self.entries("run", config))
+        extra = [lc.SystemMessage(block)] if block else []
+        return {"llm_input_messages": extra + messages}
+
+    def post_model_hook(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        """``create_react_agent(post_model_hook=...)``: clear run memory when the model
+        answers without calling a tool, which ends the run."""
+        last = state["messages"][-1] if state["messages"] else None
+        if isinstance(last, lc.AIMessage) and not last.tool_calls:
+            for c in self._run_scoped():
+                self.clear(c, config)
+        return {}
+
+    def middleware(self) -> AgentMiddleware:
+        """Middleware for LangChain's ``create_agent``: adds the three tools, shows
+        run memory in every model call, clears it when the run ends.
+
+        Examples:
+            >>> Compartments().middleware().tools[0].name
+            'save_memory'
+        """
+        return CompartmentMiddleware(self)
+
+
+class CompartmentMiddleware(AgentMiddleware):
+    """The ``create_agent`` side of :class:`Compartments`; see :meth:`Compartments.middleware`."""
+
+    def __init__(self, compartments: Compartments) -> None:
+        super().__init__()
+        self.compartments = compartments
+        self.tools = list(compartments.tools)
+
+    def before_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        for c in self.compartments._run_scoped():
+            self.compartments.clear(c)
+        return None
+
+    async def abefore_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        for c in self.compartments._run_scoped():
+            await self.compartments.aclear(c)
+        return None
+
+    def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        return self.before_agent(state, runtime)
+
+    async def aafter_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        return await self.abefore_agent(state, runtime)
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        block = self.compartments.render(self.compartments.entries("run"))
+        return handler(with_system_block(request, block))
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+    ) -> ModelResponse:
+        block = self.compartments.render(await self.compartments.aentries("run"))
+        return await handler(with_system_block(request, block))
+
+
+def _check_compartment(compartment: Any) -> str:
+    if not isinstance(compartment, str) or compartment not in COMPARTMENTS:
+        raise InvalidValueError(
+            f"compartment must be one of {', '.join(COMPARTMENTS)}, got {shown(compartment)}"
+        )
+    return compartment
+
+
+# -- listing -------------------------------------------------------------------------
+
+
+def _list(store: BaseStore, ns: tuple[str, ...]) -> list[MemoryEntry]:
+    items, offset = [], 0
+    while True:
+        page = store.search(ns, limit=_PAGE, offset=offset)
+        items.extend(page)
+        if len(page) < _PAGE:
+            return _entries(items, ns)
+        offset += _PAGE
+
+
+async def _alist(store: BaseStore, ns: tuple[str, ...]) -> list[MemoryEntry]:
+    items, offset = [], 0
+    while True:
+        page = await store.asearch(ns, limit=_PAGE, offset=offset)
+        items.extend(page)
+        if len(page) < _PAGE:
+            return _entries(items, ns)
+        offset += _PAGE
+
+
+def _entries(items: list[Any], ns: tuple[str, ...]) -> list[MemoryEntry]:
+    # Search matches by prefix; a sub-agent's run memory sits below its parent's.
+    out = [MemoryEntry.from_value(it.value) for it in items if tuple(it.namespace) == ns]
+    return sorted(out, key=lambda e: (e.created_at, e.id))
+
+
+# -- the three tools: pure planning, then one batch ----------------------------------
+
+
+def _select(
+    entries: list[MemoryEntry], id: str | None, category: str | None, tags: list[str] | None
+) -> list[MemoryEntry]:
+    return [
+        e
+        for e in entries
+        if (id is None or e.id == id)
+        and (category is None or e.category == category)
+        and (not tags or set(tags) & set(e.tags))
+    ]
+
+
+def _plan_save(
+    c: Compartments, ns: tuple[str, ...], entries: list[MemoryEntry], args: dict[str, Any]
+) -> tuple[list[PutOp], str]:
+    compartment, content = args["compartment"], args["content"]
+    if not content.strip():
+        raise MemoryToolError("content is empty; save some text.")
+    limit = c.limits[compartment]
+    now = ts(datetime.now(timezone.utc))
+    entry_id = args.get("id")
+    old = next((e for e in entries if e.id == entry_id), None) if entry_id else None
+    if entry_id and old is None:
+        known = ", ".join(e.id for e in entries) or "none"
+        raise MemoryToolError(
+            f"no entry {shown(entry_id)} in {compartment} memory (ids: {known}); omit id to save "
+            "a new entry."
+        )
+    used = sum(len(e.content) for e in entries if e is not old)
+    if len(content) > limit:
+        raise CompartmentFullError(
+            f"this entry has {len(content):,} characters, more than the {compartment} "
+            f"compartment's limit of {limit:,}; shorten it."
+        )
+    if used + len(content) > limit:
+        raise CompartmentFullError(_full_message(compartment, used, len(content), limit, entries))
+    if old is None:
+        taken = {e.id for e in entries}
+        entry_id = next(i for i in iter(lambda: uuid.uuid4().hex[:8], None) if i not in taken)
+    assert entry_id is not None
+    entry = MemoryEntry(
+        id=entry_id,
+        content=content,
+        category=args.get("category"),
+        tags=list(args.get("tags") or []),
+        metadata=dict(args.get("metadata") or {}),
+        created_at=old.created_at if old else now,
+        updated_at=now,
+        access_count=old.access_count if old else 0,
+        priority=args.get("priority") or 5,
+    )
+    op = PutOp(ns, entry.id, asdict(entry), index=False, ttl=_ttl(c, compartment))
+    return [op], (
+        f"saved memory {entry.id} in {compartment} "
+        f"({used + len(content):,}/{limit:,} characters used)"
+    )
+
+
+def _ttl(c: Compartments, compartment: str) -> float | None:
+    # A day's TTL on run entries is a safety net for runs that crash before clearing.
+    return 24 * 60.0 if compartment in c._run_scoped() else None
+
+
+def _full_message(compartment: str, used: int, need: int, limit: int, entries: list[Any]) -> str:
+    ranked = sorted(entries, key=lambda e: (e.priority, e.access_count, e.updated_at))
+    listing = "; ".join(
+        f"id={e.id} ({len(e.content):,} chars, priority {e.priority}, read {e.access_count}x"
+        f"{', category ' + e.category if e.category else ''}): {e.content[:40]!r}"
+        for e in ranked[:10]
+    )
+    return (
+        f"the {compartment} compartment is full: it holds {used:,} of {limit:,} characters "
+        f"and this entry needs {need:,}. Delete entries you no longer need with "
+        f"clear_memory(compartment={shown(compartment)}, id=...) and save again. Entries, least "
+        f"important first: {listing}."
+    )
+
+
+def _plan_get(
+    c: Compartments, ns: tuple[str, ...], entries: list[MemoryEntry], args: dict[str, Any]
+) -> tuple[list[PutOp], str]:
+    chosen = _select(entries, args.get("id"), args.get("category"), args.get("tags"))
+    if args.get("id") and not chosen:
+        raise MemoryToolError(
+            f"no entry {shown(args['id'])} in {args['compartment']} memory; call get_memory "
+            "without id to list the entries."
+        )
+    ttl = _ttl(c, args["compartment"])
+    for e in chosen:
+        e.access_count += 1
+    ops = [PutOp(ns, e.id, asdict(e), index=False, ttl=ttl) for e in chosen]
+    return ops, json.dumps([asdict(e) for e in chosen], ensure_ascii=False)
+
+
+def _plan_clear(
+    c: Compartments, ns: tuple[str, ...], entries: list[MemoryEntry], args: dict[str, Any]
+) -> tuple[list[PutOp], str]:
+    chosen = _select(entries, args.get("id"), args.get("category"), args.get("tags"))
+    ops = [PutOp(ns, e.id, None) for e in chosen]
+    return ops, f"cleared {len(ops)} entries from {args['compartment']}"
+
+
+_PLANS = {"save_memory": "save", "get_memory": "get", "clear_memory": "clear"}
+
+
+def _make_tools(c: Compartments) -> list[MemoryTool]:
+    def runner(kind: str) -> tuple[Callable[..., str], Callable[..., Awaitable[str]]]:
+        def plan(
+            ns: tuple[str, ...], entries: list[MemoryEntry], args: dict[str, Any]
+        ) -> tuple[list[PutOp], str]:
+            if kind == "save":
+                return _plan_save(c, ns, entries, args)
+            return (_plan_get if kind == "get" else _plan_clear)(c, ns, entries, args)
+
+        def run(*, config: RunnableConfig, **args: Any) -> str:
+            store, ns = c._where(args["compartment"], config)
+            ops, out = plan(ns, _list(store, ns), args)
+            if ops:
+                store.batch(_ttl_supported(store, ops))
+            return out
+
+        async def arun(*, config: RunnableConfig, **args: Any) -> str:
+            store, ns = c._where(args["compartment"], config)
+            ops, out = plan(ns, await _alist(store, ns), args)
+            if ops:
+                await store.abatch(_ttl_supported(store, ops))
+            return out
+
+        return run, arun
+
+    tools = []
+    for name, (schema, description) in _schemas(c).items():
+        run, arun = runner(_PLANS[name])
+        tools.append(
+            MemoryTool(
+                name=name, description=description, args_schema=schema, func=run, coroutine=arun
+            )
+        )
+    return tools
+
+
+def _ttl_supported(store: BaseStore, ops: list[PutOp]) -> list[PutOp]:
+    # Stores without TTL keep run entries until the next run of the thread clears them.
+    if getattr(store, "supports_ttl", False):
+        return ops
+    return [op._replace(ttl=None) for op in ops]
+
+
+def _schemas(c: Compartments) -> dict[str, tuple[type[BaseModel], str]]:
+    comp: Any = (Compartment, Field(description="run, session or plan."))
+    select: dict[str, Any] = {
+        "id": (str | None, Field(None, description="Select the entry with this id.")),
+        "category": (str | None, Field(None, description="Select entries of this category.")),
+        "tags": (
+            list[str] | None,
+            Field(None, description="Select entries having any of these tags."),
+        ),
+    }
+    limits = ", ".join(f"{k} {v:,}" for k, v in c.limits.items())
+    save = create_model(
+        "save_memory",
+        __config__={"extra": "forbid"},
+        compartment=comp,
+        content=(str, Field(description="The note to remember.")),
+        category=(str | None, Field(None, description="A category, e.g. 'preference'.")),
+        tags=(list[str] | None, Field(None, description="Tags for finding the entry later.")),
+        metadata=(dict[str, str] | None, Field(None, description="Extra key-value details.")),
+        priority=(
+            int | None,
+            Field(5, ge=1, le=10, description="Importance 1-10 (10 highest); default 5."),
+        ),
+        id=(str | None, Field(None, description="Id of an entry to overwrite; omit for new.")),
+    )
+    config: Any = {"extra": "forbid"}
+    get = create_model("get_memory", __config__=config, compartment=comp, **select)
+    clear = create_model("clear_memory", __config__=config, compartment=comp, **select)
+    return {
+        "save_memory": (
+            save,
+            "Save a note in one of your memory compartments. 'run': scratch notes for the "
+            "current task, shown to you in every step of this run and erased when it ends. "
+            "'session': facts for the whole session, kept across runs and shared with "
+            "sub-agents; read them with get_memory. 'plan': the steps of a multi-step plan "
+            f"and their progress. Size limits in characters: {limits}; when a compartment is "
+            "full, delete entries with clear_memory. Pass id to overwrite an entry.",
+        ),
+        "get_memory": (
+            get,
+            "Read entries from a memory compartment (run, session or plan), all of them or "
+            "those matching id, category or tags. Returns a JSON list of entries.",
+        ),
+        "clear_memory": (
+            clear,
+            "Delete entries from a memory compartment: the one with id, those with the "
+            "category or any of the tags, or all entries when nothing is selected.",
+        ),
+    }

@@ -1,0 +1,44 @@
+"""Reflection: facts extracted from conversations in the background, and
+memory given back to the model within a token budget.
+
+* :class:`FactExtractor` — one chat-model call per turn, validated (:mod:`.extract`);
+* :class:`ReflectionExecutor` — debounced background reflection, a graph node
+  and ``create_agent`` middleware (:mod:`.executor`);
+* :func:`format_profile`, :func:`memory_context` — the profile and
+  context blocks (:mod:`.context`); :class:`MemoryPrompt` puts them into the system
+  prompt (:mod:`langmem_ext.agents.middleware`).
+
+Examples:
+    >>> from langmem_ext import SQLiteStore
+    >>> from langmem_ext.engine import MemoryContext, MemoryEngine
+    >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext("acme", user_id="ada")
+    >>> _ = engine.store_rule(ctx, "Always confirm before sending messages")
+    >>> print(memory_context(engine, ctx, "send a message", "general"))
+    # Memory
+    ## Facts
+    - (none)
+    ## Rules
+    - [candidate | 0.80] Always confirm before sending messages
+    ## Recent episodes
+    - (none)
+"""
+
+from .context import DEFAULT_QUOTAS, amemory_context, format_profile, memory_context
+from .executor import ReflectionExecutor, ReflectionFailure
+from .extract import FactExtractor, MalformedOutput
+from .reflect import ReflectionResult, ReflectionSettings
+from .tokens import token_counter
+
+__all__ = [
+    "DEFAULT_QUOTAS",
+    "FactExtractor",
+    "MalformedOutput",
+    "ReflectionExecutor",
+    "ReflectionFailure",
+    "ReflectionResult",
+    "ReflectionSettings",
+    "amemory_context",
+    "format_profile",
+    "memory_context",
+    "token_counter",
+]

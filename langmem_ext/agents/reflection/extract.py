@@ -1,0 +1,638 @@
+"""Fact extraction: one chat-model call per conversation turn, validated.
+
+The model sees the turn and the user's related facts (with their ids) and
+answers with ``{"facts": [{"content", "category", "confidence", "subject"?,
+"predicate"?, "replaces"?}]}``. Two call shapes:
+
+``"tool"``
+    ``bind_tools([extract_facts], tool_choice="extract_facts")``: a *named*
+    tool choice, which local OpenAI-compatible servers (llama.cpp's, LM Studio,
+    Ollama) accept, unlike ``tool_choice="any"``/``"required"`` and
+    ``json_schema`` response formats (HTTP 500 on llama-cpp-python's server),
+    which is what trustcall and LangMem's managers send.
+``"json"``
+    ``response_format={"type": "json_object"}`` on OpenAI-compatible models
+    (plain text elsewhere), the JSON parsed from the reply.
+
+``method="auto"`` (default) starts with ``"tool"`` and switches to ``"json"``
+for good only when the model or server says it cannot call tools
+(``NotImplementedError``, or an HTTP 400/404/422/500/501 whose message is about
+tools, functions or the response format; see :func:`classify`). A prompt too
+long for the model's context raises :class:`ContextOverflow` instead (the
+caller sends fewer turns), and any other error is raised as it is (retried
+with a backoff by the caller). A reply that ignores the tool and answers in
+text is read as JSON too.
+
+The conversation is shown with the assistant's lines marked as context: facts
+come from the user's own words. Every call has an output cap
+(``max_tokens``) and a time limit (``timeout``), and runs with no callbacks
+of its own caller: a graph streamed with ``stream_mode="messages"`` neither
+streams the extraction call nor shows its output to the user.
+
+Reading is tolerant and storing strict: a category spelt with another case, a
+plural or stray spaces (``" Preferences"``) is read as the allowed category;
+any other category is invalid. Validation is per fact: content a non-empty
+string, category one of :data:`~langmem_ext.engine.policy.FACT_CATEGORIES`,
+confidence a number in [0, 1], optional fields strings. Output that is not the
+requested object at all raises :class:`MalformedOutput`; invalid facts are
+reported as problems (the caller asks again, telling the model what was
+wrong, in a few hundred characters at most).
+
+Examples:
+    >>> extractor = FactExtractor("openai:gpt-4o-mini")  # resolved at the first call
+    >>> facts, problems = extractor.parse({"facts": [
+    ...     {"content": "Lives in Berlin", "category": "context", "confidence": 0.9},
+    ...     {"content": "Likes jazz", "category": "hobby", "confidence": 0.8}]})
+    >>> [f.content for f in facts], problems
+    (['Lives in Berlin'], ["fact 2: unknown category 'hobby'; use one of preference, knowledge, context, behavior, goal, correction"])
+"""  # noqa: E501
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import logging
+import math
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import var_child_runnable_config
+from pydantic import BaseModel, Field
+
+from ...engine import policy
+from ...engine.models import Fact
+from ...engine.profile import FactCandidate
+from .screen import cut
+
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_MODEL",
+    "DEFAULT_TIMEOUT",
+    "FEEDBACK_CHARS",
+    "TOOL_NAME",
+    "ContextOverflow",
+    "FactExtractor",
+    "MalformedOutput",
+    "classify",
+    "format_turns",
+    "normal_category",
+]
+
+logger = logging.getLogger("langmem_ext.agents.reflection")
+
+DEFAULT_MODEL = "openai:gpt-4o-mini"
+TOOL_NAME = "extract_facts"
+Method = Literal["auto", "tool", "json"]
+#: Output cap of one extraction call, in tokens: a few dozen short facts fit,
+#: and a model that starts repeating itself is cut off early.
+DEFAULT_MAX_TOKENS = 1024
+#: Seconds one extraction call may take before it counts as failed.
+DEFAULT_TIMEOUT = 120.0
+#: What is wrong with an answer is told to the model in at most this many
+#: characters (the broken answer itself is never quoted whole).
+FEEDBACK_CHARS = 600
+# HTTP statuses with which servers reject a request shape they do not support.
+_UNSUPPORTED_STATUS = frozenset({400, 404, 422, 500, 501})
+_OVERFLOW = re.compile(
+    r"context (length|window|size)|maximum context|context_length|n_ctx|too many tokens"
+    r"|prompt is too long|input is too long|exceeds? the (context|model)|requested tokens",
+    re.I,
+)
+_TOOLISH = re.compile(r"tool|function|response_format|json_schema|grammar", re.I)
+# Extraction runs on its own: the caller's callbacks (a graph's message
+# streaming, tracing handlers) would stream the call and show its output. An
+# explicit empty config is not enough: a bound model merges in the running
+# graph's config from a context variable, so calls also run in a context
+# where that variable is cleared (see _fresh_context).
+_ISOLATED: RunnableConfig = {
+    "callbacks": [],
+    "tags": [],
+    "metadata": {},
+    "configurable": {},
+    "run_name": "extract_facts",
+}
+
+
+class MalformedOutput(ValueError):
+    """The model's reply is not the requested facts object (bad JSON, no
+    ``facts`` list, no tool call and no JSON text). ``truncated`` is True when
+    the reply was cut off at the output cap."""
+
+    def __init__(self, message: str, *, truncated: bool = False) -> None:
+        super().__init__(message)
+        self.truncated = truncated
+
+
+class ContextOverflow(RuntimeError):
+    """The prompt does not fit the model's context window (send fewer turns)."""
+
+
+Cause = Literal["context_overflow", "unsupported", "timeout", "error"]
+
+
+def classify(error: BaseException) -> Cause:
+    """Why a model call failed: ``"context_overflow"`` (the prompt is too long),
+    ``"unsupported"`` (the model or server cannot call tools / give this
+    output format), ``"timeout"``, or ``"error"`` (anything else: a server
+    error, a rate limit, a network failure).
+
+    Examples:
+        >>> class ServerError(Exception):
+        ...     status_code = 500
+        >>> classify(ServerError("Requested tokens (5000) exceed context window of 4096"))
+        'context_overflow'
+        >>> classify(ServerError("tool_choice 'required' is not supported"))
+        'unsupported'
+        >>> classify(ServerError("internal error")), classify(TimeoutError())
+        ('error', 'timeout')
+    """
+    text = f"{type(error).__name__}: {error} {getattr(error, 'body', '') or ''}"
+    if _OVERFLOW.search(text):
+        return "context_overflow"
+    if isinstance(error, NotImplementedError):
+        return "unsupported"
+    if isinstance(error, TimeoutError) or "Timeout" in type(error).__name__:
+        return "timeout"
+    status = getattr(error, "status_code", None)
+    if status in _UNSUPPORTED_STATUS and (status == 501 or _TOOLISH.search(str(error))):
+        return "unsupported"
+    return "error"
+
+
+def _fresh_context() -> contextvars.Context:
+    """A copy of the current context without the running graph's config."""
+    ctx = contextvars.copy_context()
+    ctx.run(var_child_runnable_config.set, None)
+    return ctx
+
+
+def normal_category(value: Any) -> str | None:
+    """The allowed category ``value`` spells, reading case, a plural and
+    spaces, hyphens or underscores leniently; None for anything else.
+
+    Examples:
+        >>> normal_category(" Preferences"), normal_category("GOAL"), normal_category("hobby")
+        ('preference', 'goal', None)
+    """
+    if not isinstance(value, str):
+        return None
+    word = re.sub(r"[\s_-]+", "", value.casefold())
+    allowed = policy.FACT_CATEGORIES
+    for candidate in (word, word[:-1] if word.endswith("s") else None):
+        if candidate in allowed:
+            return candidate
+    return None
+
+
+class _ExtractedFact(BaseModel):
+    content: str = Field(
+        description="One self-contained fact about the user, in the third person "
+        "(e.g. 'Lives in Berlin')."
+    )
+    category: Literal["preference", "knowledge", "context", "behavior", "goal", "correction"]
+    confidence: float = Field(ge=0.0, le=1.0, description="How sure you are, 0 to 1.")
+    subject: str | None = Field(
+        default=None, description="What the fact is about, e.g. 'user' or 'user.sister'."
+    )
+    predicate: str | None = Field(
+        default=None,
+        description="The attribute, e.g. 'home_city'. A later fact with the same subject "
+        "and predicate replaces this one.",
+    )
+    replaces: str | None = Field(
+        default=None,
+        description="Id of a known fact that this fact corrects or updates, else null.",
+    )
+
+
+class _ExtractFacts(BaseModel):
+    """Record the facts about the user worth remembering from this conversation."""
+
+    facts: list[_ExtractedFact] = Field(description="Empty when there is nothing new.")
+
+
+def _tool_schema() -> dict[str, Any]:
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    tool = convert_to_openai_tool(_ExtractFacts)
+    tool["function"]["name"] = TOOL_NAME
+    return tool
+
+
+INSTRUCTIONS = """\
+You maintain long-term memory about a user. Read the conversation and extract \
+facts about the user that will still matter in future conversations: \
+preferences, knowledge, context (life situation, work, places, people), \
+behavior, goals, and corrections of earlier facts.
+
+Categories: preference (likes, dislikes, choices), knowledge (what the user \
+knows or has learnt), context (circumstances, relationships, location, job), \
+behavior (habits, ways of working), goal (what the user wants to achieve), \
+correction (the user corrects something known or said earlier).
+
+Rules:
+- Facts come from the user's own words only. The assistant's lines are context \
+(to understand what the user answers); never record what the assistant said.
+- One fact per item, one short sentence, self-contained, third person ("Lives in Berlin").
+- confidence is 0 to 1: 0.9+ when the user states it plainly, lower when inferred.
+- Do not repeat a known fact unless it changed. When a fact updates or corrects a \
+known fact, set "replaces" to that fact's id (an id listed below), else null.
+- Give subject and predicate for attributes that have one current value \
+(home_city, employer, favorite_color).
+- Nothing about the assistant, nothing about this conversation's mechanics.
+- Return an empty list when there is nothing worth remembering."""
+
+_JSON_SHAPE = (
+    'Answer with one JSON object and nothing else: {"facts": [{"content": str, '
+    '"category": str, "confidence": number, "subject": str|null, "predicate": str|null, '
+    '"replaces": str|null}]}.'
+)
+
+
+_ROLES = {"human": "user", "ai": "assistant"}
+#: How the assistant's lines are labelled in the extraction prompt.
+ASSISTANT_LABEL = "assistant (context only, not about the user)"
+
+
+def format_turns(messages: Sequence[BaseMessage], *, assistant: str = "assistant") -> str:
+    """The conversation as ``role: text`` lines (tool traffic left out);
+    ``assistant`` is the label of the assistant's lines."""
+    lines = []
+    for m in messages:
+        role = _ROLES.get(m.type)
+        text = m.text if isinstance(m.text, str) else str(m.content)
+        if role and text.strip():
+            lines.append(f"{assistant if role == 'assistant' else role}: {text.strip()}")
+    return "\n".join(lines)
+
+
+def _known(related: Sequence[Fact]) -> str:
+    if not related:
+        return "Known facts about the user: none yet."
+    rows = [
+        f"- id={f.id} [{f.category or 'fact'} | {f.confidence:.2f}] {f.content}" for f in related
+    ]
+    return "Known facts about the user (ids for 'replaces'):\n" + "\n".join(rows)
+
+
+class FactExtractor:
+    """Extracts facts from conversation turns with a LangChain chat model.
+
+    Args:
+        model: a chat model instance, a ``"provider:model"`` string (resolved
+            with LangChain's ``init_chat_model`` at the first call), or None for
+            :data:`DEFAULT_MODEL` (``ChatOpenAI``; needs ``OPENAI_API_KEY``).
+        method: ``"auto"`` (default), ``"tool"`` or ``"json"``; see the module.
+        instructions: replaces the default extraction instructions.
+        max_tokens: output cap of each call (None: the model's own setting).
+            Sent as ``max_tokens`` to OpenAI-compatible models (also in the
+            request body for servers other than OpenAI's) and to models with
+            a ``max_tokens`` field.
+        timeout: seconds each call may take (None: no limit). Also sent to
+            OpenAI-compatible clients, so the HTTP request itself is dropped.
+
+    Attributes:
+        calls: model calls made so far (failed calls included).
+        method_in_use: the call shape the next call will use.
+
+    Examples:
+        >>> extractor = FactExtractor("openai:gpt-4o-mini", max_tokens=512, timeout=30)
+        >>> extractor.max_tokens, extractor.timeout, extractor.method_in_use
+        (512, 30.0, 'tool')
+    """
+
+    def __init__(
+        self,
+        model: BaseChatModel | str | None = None,
+        *,
+        method: Method = "auto",
+        instructions: str = INSTRUCTIONS,
+        max_tokens: int | None = DEFAULT_MAX_TOKENS,
+        timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> None:
+        if method not in ("auto", "tool", "json"):
+            raise ValueError(f"unknown method {method!r}; use 'auto', 'tool' or 'json'")
+        if model is not None and not isinstance(model, str | BaseChatModel):
+            raise TypeError(
+                f"model must be a chat model, a 'provider:model' string or None, got {model!r}"
+            )
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+        ):
+            raise ValueError(f"max_tokens must be a positive integer or None, got {max_tokens!r}")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+        ):
+            raise ValueError(f"timeout must be a number of seconds > 0 or None, got {timeout!r}")
+        self._model = model if model is not None else DEFAULT_MODEL
+        self.method = method
+        self.method_in_use: Literal["tool", "json"] = "json" if method == "json" else "tool"
+        self.instructions = instructions
+        self.max_tokens = max_tokens
+        self.timeout = float(timeout) if timeout is not None else None
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    @property
+    def model(self) -> BaseChatModel:
+        """The chat model (a string is resolved on first use)."""
+        with self._lock:
+            if isinstance(self._model, str):
+                from langchain.chat_models import init_chat_model
+
+                self._model = init_chat_model(self._model)
+            return self._model
+
+    # -- the request ------------------------------------------------------------
+
+    def prompt(
+        self,
+        turns: Sequence[BaseMessage],
+        related: Sequence[Fact] = (),
+        feedback: str | None = None,
+        *,
+        max_facts: int | None = None,
+    ) -> list[BaseMessage]:
+        """The messages sent to the model for one turn.
+
+        Args:
+            turns: the conversation to read.
+            related: known facts the model may update (shown with their ids).
+            feedback: what was wrong with the previous answer (cut to
+                :data:`FEEDBACK_CHARS` characters).
+            max_facts: ask for at most this many facts (after an answer was
+                cut off at the output cap).
+        """
+        system = f"{self.instructions}\n\n{_known(related)}"
+        if self.method_in_use == "json":
+            system += f"\n\n{_JSON_SHAPE}"
+        else:
+            system += f"\n\nCall {TOOL_NAME} once with all the facts."
+        user = (
+            "Conversation (facts come from the user's lines; the assistant's lines are "
+            f"context only):\n{format_turns(turns, assistant=ASSISTANT_LABEL)}"
+        )
+        if feedback:
+            user += (
+                f"\n\nYour previous answer was invalid: {cut(feedback, FEEDBACK_CHARS)}\n"
+                "Answer again with valid facts only."
+            )
+        if max_facts is not None:
+            user += (
+                f"\n\nGive at most {max_facts} facts, the most important ones, each a few "
+                "words long."
+            )
+        return [SystemMessage(system), HumanMessage(user)]
+
+    def _runnable(self, shape: str) -> Any:
+        model = self.model
+        from langchain_openai.chat_models.base import BaseChatOpenAI
+
+        caps: dict[str, Any] = {}
+        if self.max_tokens is not None:
+            if isinstance(model, BaseChatOpenAI):
+                caps["max_tokens"] = self.max_tokens
+                # ChatOpenAI sends the cap as max_completion_tokens, which
+                # some local servers ignore: give them max_tokens as well.
+                base = str(getattr(model, "openai_api_base", None) or "")
+                if base and "api.openai.com" not in base:
+                    caps["extra_body"] = {
+                        **(getattr(model, "extra_body", None) or {}),
+                        "max_tokens": self.max_tokens,
+                    }
+            elif "max_tokens" in type(model).model_fields:
+                caps["max_tokens"] = self.max_tokens
+        if self.timeout is not None and isinstance(model, BaseChatOpenAI):
+            caps["timeout"] = self.timeout
+        if shape == "tool":
+            return model.bind_tools([_tool_schema()], tool_choice=TOOL_NAME, **caps)
+        if isinstance(model, BaseChatOpenAI):
+            caps["response_format"] = {"type": "json_object"}
+        return model.bind(**caps) if caps else model
+
+    def _failed(self, e: Exception) -> bool:
+        """After a failed call: True to retry at once in JSON mode (the model
+        cannot call tools); raises :class:`ContextOverflow` for a prompt too
+        long; False to raise ``e`` as it is."""
+        cause = classify(e)
+        if cause == "context_overflow":
+            raise ContextOverflow(f"the prompt does not fit the model's context: {cut(e)}") from e
+        if cause != "unsupported" or self.method != "auto" or self.method_in_use != "tool":
+            return False
+        logger.warning(
+            "tool calling failed (%s); extracting with JSON output from now on", cut(repr(e))
+        )
+        self.method_in_use = "json"
+        return True
+
+    def invoke(self, messages: list[BaseMessage]) -> tuple[BaseMessage, int]:
+        """Send the prompt; returns the reply and the number of model calls made
+        (2 when tool calling was rejected and ``method="auto"`` fell back).
+
+        Raises:
+            ContextOverflow: the prompt is too long for the model.
+            TimeoutError: the call took longer than ``timeout``.
+        """
+        made = 0
+        while True:
+            shape = self.method_in_use
+            made += 1
+            self._count()
+            try:
+                return self._call(shape, messages), made
+            except Exception as e:
+                if not self._failed(e):
+                    raise
+
+    async def ainvoke(self, messages: list[BaseMessage]) -> tuple[BaseMessage, int]:
+        """Async :meth:`invoke`."""
+        made = 0
+        while True:
+            shape = self.method_in_use
+            made += 1
+            self._count()
+            try:
+                request = self._runnable(shape).ainvoke(
+                    self._reshaped(messages, shape), config=_ISOLATED
+                )
+                # A task copies the context it is created in (create_task's
+                # context= argument needs Python 3.11).
+                task = _fresh_context().run(asyncio.get_running_loop().create_task, request)
+                try:
+                    return await asyncio.wait_for(task, self.timeout), made
+                except asyncio.TimeoutError as e:
+                    raise TimeoutError(f"extraction call took over {self.timeout:g} s") from e
+            except Exception as e:
+                if not self._failed(e):
+                    raise
+
+    def _call(self, shape: str, messages: list[BaseMessage]) -> BaseMessage:
+        runnable, prompt = self._runnable(shape), self._reshaped(messages, shape)
+        context = _fresh_context()
+        if self.timeout is None:
+            return context.run(runnable.invoke, prompt, config=_ISOLATED)
+        # A thread of its own, so a call that never returns frees the
+        # reflection worker after ``timeout`` (clients given the timeout also
+        # drop the request itself; others finish in the background).
+        box: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                box["reply"] = context.run(runnable.invoke, prompt, config=_ISOLATED)
+            except BaseException as e:
+                box["error"] = e
+
+        thread = threading.Thread(target=run, name="langmem-ext-extraction", daemon=True)
+        thread.start()
+        thread.join(self.timeout)
+        if thread.is_alive():
+            raise TimeoutError(f"extraction call took over {self.timeout:g} s")
+        if "error" in box:
+            raise box["error"]
+        return box["reply"]
+
+    def _count(self) -> None:
+        with self._lock:
+            self.calls += 1
+
+    def _reshaped(self, messages: list[BaseMessage], shape: str) -> list[BaseMessage]:
+        # A prompt built for tool mode asks for a tool call; after a fall-back
+        # to JSON mid-call, ask for the JSON shape instead.
+        if shape == "json" and _JSON_SHAPE not in str(messages[0].content):
+            tail = f"Call {TOOL_NAME} once with all the facts."
+            text = str(messages[0].content).replace(tail, _JSON_SHAPE)
+            return [SystemMessage(text), *messages[1:]]
+        return messages
+
+    # -- the reply ---------------------------------------------------------------
+
+    @staticmethod
+    def truncated(reply: BaseMessage) -> bool:
+        """Whether the reply was cut off at the output cap (OpenAI's
+        ``finish_reason="length"``, Anthropic's ``stop_reason="max_tokens"``,
+        Ollama's ``done_reason="length"``)."""
+        meta = getattr(reply, "response_metadata", None) or {}
+        return (
+            meta.get("finish_reason") == "length"
+            or meta.get("done_reason") == "length"
+            or meta.get("stop_reason") == "max_tokens"
+        )
+
+    def decode(self, reply: BaseMessage) -> Any:
+        """The facts object from a reply: the ``extract_facts`` tool call's
+        arguments, else JSON in the text.
+
+        Raises:
+            MalformedOutput: no usable object (its message quotes at most a
+                short excerpt of the reply; ``truncated`` when it was cut off).
+        """
+        cut_off = self.truncated(reply)
+        if isinstance(reply, AIMessage):
+            for tc in reply.tool_calls:
+                if tc["name"] == TOOL_NAME:
+                    return tc["args"]
+            for bad in reply.invalid_tool_calls:
+                if bad.get("name") in (TOOL_NAME, None):
+                    raise MalformedOutput(
+                        f"the tool call's arguments are not valid JSON "
+                        f"({_json_error(bad.get('args'))}): {_short(bad.get('args'))}",
+                        truncated=cut_off,
+                    )
+        text = reply.text if isinstance(reply.text, str) else str(reply.content)
+        try:
+            return _json_in(text)
+        except MalformedOutput as e:
+            e.truncated = e.truncated or cut_off
+            raise
+
+    def parse(self, raw: Any) -> tuple[list[FactCandidate], list[str]]:
+        """Valid facts and a description of each invalid one.
+
+        Raises:
+            MalformedOutput: ``raw`` is not ``{"facts": [...]}`` (or a list).
+        """
+        if isinstance(raw, dict):
+            if "facts" not in raw:
+                raise MalformedOutput(f"no 'facts' list in the output: {_short(raw)}")
+            raw = raw["facts"]
+        if not isinstance(raw, list):
+            raise MalformedOutput(f"'facts' must be a list, got {type(raw).__name__}")
+        facts: list[FactCandidate] = []
+        problems: list[str] = []
+        for n, item in enumerate(raw, 1):
+            why = _invalid(item)
+            if why:
+                problems.append(f"fact {n}: {why}")
+            else:
+                facts.append(
+                    FactCandidate(
+                        content=item["content"].strip(),
+                        category=normal_category(item["category"]) or "",
+                        confidence=float(item["confidence"]),
+                        subject=item.get("subject"),
+                        predicate=item.get("predicate"),
+                        replaces=item.get("replaces"),
+                    )
+                )
+        return facts, problems
+
+
+def _json_error(text: Any) -> str:
+    if not isinstance(text, str):
+        return "not a string"
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as e:
+        return f"{e.msg} at character {e.pos} of {len(text)}"
+    return "unreadable"
+
+
+def _invalid(item: Any) -> str | None:
+    """Why one extracted fact is unusable, or None."""
+    if not isinstance(item, dict):
+        return f"must be an object, got {type(item).__name__} {_short(item)}"
+    content, category, conf = item.get("content"), item.get("category"), item.get("confidence")
+    if not isinstance(content, str) or not content.strip():
+        return f"content must be a non-empty string, got {_short(content)}"
+    allowed = policy.FACT_CATEGORIES
+    if normal_category(category) is None:
+        return f"unknown category {_short(category)}; use one of {', '.join(allowed)}"
+    if isinstance(conf, bool) or not isinstance(conf, int | float):
+        return f"confidence must be a number from 0 to 1, got {_short(conf)}"
+    if not math.isfinite(conf) or not 0.0 <= conf <= 1.0:
+        return f"confidence {conf} is outside 0-1"
+    for name in ("subject", "predicate", "replaces"):
+        v = item.get(name)
+        if v is not None and (not isinstance(v, str) or not v.strip()):
+            return f"{name} must be a non-empty string or null, got {_short(v)}"
+    return None
+
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
+
+
+def _json_in(text: str) -> Any:
+    """The JSON value in a reply's text (code fences and chatter around it allowed)."""
+    fenced = _FENCE.search(text)
+    body = fenced.group(1) if fenced else text
+    start = min((i for i in (body.find("{"), body.find("[")) if i >= 0), default=-1)
+    if start < 0:
+        raise MalformedOutput(f"the reply holds no JSON (and no tool call): {_short(text)}")
+    try:
+        value, _ = json.JSONDecoder().raw_decode(body[start:])
+    except json.JSONDecodeError as e:
+        raise MalformedOutput(
+            f"invalid JSON in the reply ({e.msg} at character {e.pos} of {len(body) - start}): "
+            f"{_short(text)}"
+        ) from e
+    return value
+
+
+def _short(value: Any, n: int = 120) -> str:
+    return cut(repr(value), n)

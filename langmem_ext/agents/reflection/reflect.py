@@ -1,0 +1,467 @@
+"""One reflection: the turns of a thread not yet reflected → profile facts.
+
+Written once as a generator of engine requests (see
+:mod:`langmem_ext.engine.requests`); the model call is a ``Call`` request, so
+:func:`reflect` and :func:`areflect` share this body.
+
+Per user and thread, a cursor item (the user's ``reflection`` bookkeeping
+namespace, key ``thread_id``; see :mod:`langmem_ext.engine.layout`) holds the
+id of the last message reflected, so two users on one thread id never share
+it. A reflection reads it, takes the messages after it (all of them when
+the messages carry no ids), and advances it only after the facts of those
+messages are stored. So a turn whose extraction fails stays pending and is
+covered by the next reflection of the thread, and a crash between storing and
+advancing at worst re-reads a turn whose facts are then skipped as duplicates.
+
+Pending messages are sent in windows that fit the model's context
+(``context_tokens``, counted with ``tokenizer``): the output cap, the
+instructions and the known facts are set aside, and the turns take what is
+left, oldest first, at most ``window`` messages at a time; a single message
+too long for a window is shortened (its start and end kept). Each window's
+facts are stored and the cursor moved past it before the next window, so a
+long backlog never blocks a thread. When the server still answers that the
+prompt is too long (its tokenizer counts more than ours), the window is
+halved and the same turns are sent again.
+
+The model is asked up to ``attempts`` times: after an exception it waits
+``backoff * 2**n`` seconds; after an invalid answer it asks again at once,
+telling the model briefly what was wrong; after an answer cut off at the
+output cap it asks for fewer, shorter facts. The valid facts of the best
+answer (the most facts that survive screening) are stored and the rest is
+logged; if no usable answer came at all,
+:class:`~langmem_ext.errors.ExtractionError` is raised.
+
+Before storing, the facts of an answer are screened (:mod:`.screen`): copies
+of the assistant's words, paragraphs and repeats are dropped and logged. A
+``replaces`` naming an id the model was not shown is logged and cleared (the
+fact is stored as a new one).
+
+Examples:
+    >>> from langchain_core.messages import AIMessage, HumanMessage
+    >>> from langmem_ext import SQLiteStore
+    >>> from langmem_ext.engine import MemoryContext, MemoryEngine
+    >>> from langmem_ext.engine.requests import run_sync
+    >>> from langmem_ext.testing.chat import ScriptedExtractionModel
+    >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext(user_id="ada")
+    >>> extractor = FactExtractor(ScriptedExtractionModel([[("Has a dog", "context", 0.9)]]))
+    >>> turn = [HumanMessage("I adopted a dog", id="h1"), AIMessage("Lovely!", id="a1")]
+    >>> steps = reflect_steps(engine.env(ctx), extractor, turn, "t1", ReflectionSettings())
+    >>> [f.content for f in run_sync(steps, engine.store).added]
+    ['Has a dog']
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langgraph.store.base import GetOp, PutOp
+
+from ...engine import policy
+from ...engine import profile as pf
+from ...engine import recall as rc
+from ...engine.checks import shown
+from ...engine.env import Env
+from ...engine.models import Fact
+from ...engine.profile import FactCandidate, ProfileUpdate, SkippedFact
+from ...engine.requests import Batch, Call, Operation
+from ...errors import ConfigurationError, ExtractionError
+from .extract import (
+    ASSISTANT_LABEL,
+    ContextOverflow,
+    FactExtractor,
+    MalformedOutput,
+    _known,
+    format_turns,
+)
+from .screen import DroppedFact, cut, screen
+from .tokens import TokenCounter, token_counter
+
+__all__ = ["ReflectionResult", "ReflectionSettings", "reflect_steps"]
+
+logger = logging.getLogger("langmem_ext.agents.reflection")
+
+
+@dataclass(frozen=True)
+class ReflectionSettings:
+    """How reflections run.
+
+    Args:
+        threshold: facts under this confidence are skipped (default 0.5).
+        max_facts: active facts kept per profile (default 500).
+        attempts: model calls per turn before giving up (the turn stays pending).
+        backoff: seconds before the second attempt after a model error; doubles.
+        related: how many of the user's facts related to the turn the model sees.
+        window: at most this many messages per model call; a longer backlog is
+            reflected window by window, oldest first.
+        context_tokens: the model's context window in tokens (a local
+            server's ``n_ctx``); every prompt plus the extractor's output cap
+            fits in it, with a :data:`CONTEXT_MARGIN` share to spare.
+        tokenizer: how tokens are counted: an encoding name or a callable
+            ``str -> int`` (see :func:`~langmem_ext.agents.reflection.token_counter`);
+            default ``cl100k_base``.
+
+    Examples:
+        >>> ReflectionSettings(context_tokens=4096).context_tokens
+        4096
+        >>> ReflectionSettings(context_tokens=100)
+        Traceback (most recent call last):
+        ...
+        langmem_ext.errors.ConfigurationError: context_tokens must be an integer >= 512, got 100
+    """
+
+    threshold: float = policy.EXTRACTION_THRESHOLD
+    max_facts: int = policy.MAX_PROFILE_FACTS
+    attempts: int = 3
+    backoff: float = 1.0
+    related: int = 10
+    window: int = 20
+    context_tokens: int = 8192
+    tokenizer: str | TokenCounter | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        def bad(name: str, want: str) -> ConfigurationError:
+            return ConfigurationError(f"{name} must be {want}, got {shown(getattr(self, name))}")
+
+        def number(v: Any) -> bool:
+            return isinstance(v, int | float) and not isinstance(v, bool)
+
+        if not number(self.threshold) or not 0.0 <= self.threshold <= 1.0:
+            raise bad("threshold", "a number from 0 to 1")
+        for name, low in (
+            ("max_facts", 1),
+            ("attempts", 1),
+            ("related", 0),
+            ("window", 1),
+            ("context_tokens", MIN_CONTEXT),
+        ):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < low:
+                raise bad(name, f"an integer >= {low}")
+        if not number(self.backoff) or self.backoff < 0:
+            raise bad("backoff", "a number of seconds >= 0")
+
+
+#: The smallest ``context_tokens`` accepted.
+MIN_CONTEXT = 512
+#: Share of the context left unused: our token count is an estimate of the
+#: server's (another tokenizer, a chat template around each message).
+CONTEXT_MARGIN = 0.15
+#: Share of the prompt's room (what the instructions and output cap leave)
+#: given to the turns; the known facts get the rest.
+TURNS_SHARE = 0.75
+#: Facts asked for after an answer was cut off at the output cap (halved
+#: again after each further cut-off).
+FACTS_AFTER_CUTOFF = 5
+#: The smallest window of turns, in tokens, before giving up on overflows.
+MIN_TURN_TOKENS = 64
+
+
+@dataclass
+class ReflectionResult:
+    """What one reflection of a thread did (``dropped``: facts screened out;
+    ``unknown_replaces``: ``replaces`` values that named no fact shown)."""
+
+    thread_id: str
+    messages: int = 0
+    model_calls: int = 0
+    added: list[Fact] = field(default_factory=list)
+    merged: list[Fact] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)
+    skipped: list[SkippedFact] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)
+    dropped: list[DroppedFact] = field(default_factory=list)
+    unknown_replaces: list[str] = field(default_factory=list)
+
+    def absorb(self, update: ProfileUpdate) -> None:
+        self.added += update.added
+        self.merged += update.merged
+        self.superseded += update.superseded
+        self.skipped += update.skipped
+        self.removed += update.removed
+
+
+def _pending(messages: Sequence[BaseMessage], cursor: str | None) -> list[BaseMessage]:
+    if cursor is None:
+        return list(messages)
+    for i, m in enumerate(messages):
+        if m.id == cursor:
+            return list(messages[i + 1 :])
+    # The cursor's message is not in this list (a trimmed history, or another
+    # list altogether): reflect all of it; duplicates are skipped downstream.
+    return list(messages)
+
+
+def _sleep(env: Env, seconds: float) -> Call:
+    return Call(lambda: env.config.sleep(seconds), lambda: asyncio.sleep(seconds))
+
+
+def _ask(
+    env: Env,
+    extractor: FactExtractor,
+    turns: list[BaseMessage],
+    related: list[Fact],
+    settings: ReflectionSettings,
+    result: ReflectionResult,
+) -> Operation[list[FactCandidate]]:
+    """The screened facts of ``turns``, asking again on errors, invalid and
+    cut-off answers.
+
+    Raises:
+        ContextOverflow: the prompt is too long for the model (not retried:
+            the caller sends fewer turns).
+    """
+    feedback: str | None = None
+    max_facts: int | None = None
+    last: Exception | None = None
+    # (facts kept after screening, their problems, what screening dropped)
+    best: tuple[list[FactCandidate], list[str], list[DroppedFact]] | None = None
+    tid = result.thread_id
+    tried = 0
+    for attempt in range(settings.attempts):
+        tried = attempt + 1
+        prompt = extractor.prompt(turns, related, feedback, max_facts=max_facts)
+        try:
+            reply, made = yield Call(
+                functools.partial(extractor.invoke, prompt),
+                functools.partial(extractor.ainvoke, prompt),
+            )
+        except ContextOverflow:
+            result.model_calls += 1
+            raise
+        except Exception as e:
+            result.model_calls += 1
+            logger.warning(
+                "thread %s: extraction call failed (attempt %d/%d): %s",
+                tid,
+                attempt + 1,
+                settings.attempts,
+                cut(repr(e)),
+            )
+            last = e
+            if attempt + 1 < settings.attempts:
+                yield _sleep(env, settings.backoff * 2**attempt)
+            continue
+        result.model_calls += made
+        try:
+            facts, problems = extractor.parse(extractor.decode(reply))
+        except MalformedOutput as e:
+            logger.warning(
+                "thread %s: malformed extraction output (attempt %d/%d): %s",
+                tid,
+                attempt + 1,
+                settings.attempts,
+                cut(str(e)),
+            )
+            last = e
+            if e.truncated:
+                # The same request would be cut off at the same place.
+                max_facts = FACTS_AFTER_CUTOFF if max_facts is None else max(1, max_facts // 2)
+                feedback = "your answer was cut off at the output limit before it was complete"
+            else:
+                feedback = str(e)
+            continue
+        kept, dropped = screen(facts, turns, thread_id=tid)
+        if best is None or len(kept) > len(best[0]):
+            best = (kept, problems, dropped)
+        if not problems:
+            break
+        for p in problems[:5]:
+            logger.warning("thread %s: invalid extracted %s", tid, cut(p))
+        feedback = "; ".join(problems)
+    if best is not None:
+        facts, problems, dropped = best
+        result.dropped += dropped
+        if problems:
+            result.invalid += problems
+            logger.warning(
+                "thread %s: kept %d valid facts of the best answer, dropped %d invalid ones "
+                "after %d attempts",
+                tid,
+                len(facts),
+                len(problems),
+                tried,
+            )
+        return facts
+    raise ExtractionError(
+        f"fact extraction failed {settings.attempts} times for thread {tid!r}: "
+        f"{cut(repr(last))}; the turn stays pending and is reflected again with the "
+        "thread's next turn",
+        thread_id=tid,
+        attempts=settings.attempts,
+    )
+
+
+def _related(env: Env, turns: list[BaseMessage], limit: int) -> Operation[list[Fact]]:
+    """The user's active facts most related to the turn (what the model may update)."""
+    query = format_turns([m for m in turns if m.type == "human"]) or format_turns(turns)
+    if not query.strip() or limit <= 0:
+        return []
+    hits = yield from rc.search(
+        env,
+        query[-2000:],
+        types=["fact"],
+        scope=None,
+        mode=None,
+        limit=limit,
+        min_confidence=None,
+        layers=[pf.PROFILE_LAYER],
+        tags=None,
+        filter=None,
+    )
+    return [h.record for h in hits if isinstance(h.record, Fact)]
+
+
+class _Budget:
+    """Token room for the turns and the known facts of one prompt."""
+
+    def __init__(self, extractor: FactExtractor, settings: ReflectionSettings) -> None:
+        self.count = token_counter(settings.tokenizer)
+        fixed = self.count("\n".join(str(m.content) for m in extractor.prompt([], [], max_facts=1)))
+        room = int(settings.context_tokens * (1 - CONTEXT_MARGIN))
+        room -= (extractor.max_tokens or 0) + fixed
+        if room < 2 * MIN_TURN_TOKENS:
+            raise ExtractionError(
+                f"context_tokens={settings.context_tokens} leaves no room for the conversation "
+                f"after the instructions ({fixed} tokens) and the output cap "
+                f"(max_tokens={extractor.max_tokens}); raise "
+                "ReflectionSettings(context_tokens=...) to the model's context size or lower "
+                "the extractor's max_tokens"
+            )
+        self.turns = int(room * TURNS_SHARE)
+        self.known = room - self.turns
+
+    def line(self, m: BaseMessage) -> int:
+        # the role label and the chat template's few tokens per line
+        return self.count(format_turns([m], assistant=ASSISTANT_LABEL)) + 4
+
+    def take(self, pending: list[BaseMessage], window: int) -> list[BaseMessage]:
+        """The oldest pending messages that fit the turn budget (at least one,
+        shortened when it alone is too long)."""
+        chunk: list[BaseMessage] = []
+        used = 0
+        for m in pending[:window]:
+            cost = self.line(m)
+            if chunk and used + cost > self.turns:
+                break
+            if not chunk and cost > self.turns:
+                return [self._shortened(m, cost)]
+            chunk.append(m)
+            used += cost
+        return chunk
+
+    def _shortened(self, m: BaseMessage, cost: int) -> BaseMessage:
+        text = m.text if isinstance(m.text, str) else str(m.content)
+        size = len(text)
+        # A first guess from the characters per token, then smaller steps.
+        keep = int(size * self.turns / max(1, cost) / 0.8)
+        while keep > 0:
+            keep = int(keep * 0.8)
+            half = keep // 2
+            short = f"{text[:half]} […] {text[size - half :]}" if keep else ""
+            if self.count(short) + 16 <= self.turns:
+                logger.info(
+                    "a message of %d characters is too long for the context; "
+                    "reflected shortened to %d",
+                    size,
+                    len(short),
+                )
+                return m.model_copy(update={"content": short})
+        return m.model_copy(update={"content": ""})
+
+    def known_facts(self, related: list[Fact]) -> list[Fact]:
+        """The most related facts whose listing fits the known-facts budget."""
+        shown = list(related)
+        while shown and self.count(_known(shown)) > self.known:
+            shown.pop()
+        return shown
+
+
+def reflect_steps(
+    env: Env,
+    extractor: FactExtractor,
+    messages: Sequence[BaseMessage],
+    thread_id: str,
+    settings: ReflectionSettings,
+) -> Operation[ReflectionResult]:
+    """Reflect the thread's messages after its cursor (see the module docstring)."""
+    result = ReflectionResult(thread_id)
+    key = thread_id
+    cursor_ns = env.meta(env.layer(pf.PROFILE_LAYER), "reflection")
+    [item] = yield Batch([GetOp(cursor_ns, key)])
+    pending = _pending(messages, item.value.get("last_message_id") if item else None)
+    budget = _Budget(extractor, settings)
+    start = 0
+    while start < len(pending):
+        chunk = budget.take(pending[start:], max(1, settings.window))
+        if format_turns(chunk):
+            related = yield from _related(env, chunk, settings.related)
+            related = budget.known_facts(related)
+            try:
+                facts = yield from _ask(env, extractor, chunk, related, settings, result)
+            except ContextOverflow as e:
+                if budget.turns // 2 < MIN_TURN_TOKENS:
+                    raise ExtractionError(
+                        f"the model's context is too small even for {budget.turns} tokens of "
+                        f"conversation ({cut(str(e))}); set ReflectionSettings(context_tokens=...) "
+                        "to the server's context size",
+                        thread_id=thread_id,
+                        attempts=result.model_calls,
+                    ) from e
+                budget.turns //= 2
+                budget.known //= 2
+                logger.warning(
+                    "thread %s: the prompt was too long for the model; sending at most %d "
+                    "tokens of conversation",
+                    thread_id,
+                    budget.turns,
+                )
+                continue
+            facts = _checked_replaces(facts, related, result)
+            provenance: dict[str, Any] = {
+                # Marks the facts the profile cap may archive (never the user's own).
+                "source": pf.REFLECTION_SOURCE,
+                "thread_id": thread_id,
+                "message_ids": [m.id for m in chunk if m.id],
+            }
+            update = yield from pf.add_facts(
+                env,
+                facts,
+                threshold=settings.threshold,
+                max_facts=settings.max_facts,
+                provenance=provenance,
+            )
+            result.absorb(update)
+        result.messages += len(chunk)
+        start += len(chunk)
+        if chunk[-1].id:
+            value = {"last_message_id": chunk[-1].id, "thread_id": thread_id, "at": env.stamp}
+            yield Batch([PutOp(cursor_ns, key, value, False)])
+    return result
+
+
+def _checked_replaces(
+    facts: list[FactCandidate], shown: list[Fact], result: ReflectionResult
+) -> list[FactCandidate]:
+    """``replaces`` kept only when it names a fact the model was shown."""
+    ids = {f.id for f in shown}
+    out = []
+    for f in facts:
+        if f.replaces is not None and f.replaces not in ids:
+            logger.warning(
+                "thread %s: extracted fact %r replaces %r, which is no known fact's id; "
+                "stored as a new fact",
+                result.thread_id,
+                cut(f.content),
+                cut(f.replaces, 60),
+            )
+            result.unknown_replaces.append(f.replaces)
+            f = replace(f, replaces=None)
+        out.append(f)
+    return out

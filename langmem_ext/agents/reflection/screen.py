@@ -1,0 +1,192 @@
+"""Screening extracted facts against the turn they came from.
+
+A small model reading a conversation often files the assistant's words as
+facts about the user, pastes a whole paragraph as one "fact", or repeats one
+item several times in a reply. The user's own words are the evidence, so each
+candidate of a reply is screened before it is stored:
+
+* **copies of the assistant** are dropped: a fact is a copy when more than
+  :data:`COPY_OVERLAP` of its content words (words outside :data:`STOPWORDS`,
+  case-folded) occur in the assistant's messages of the turn, and more of
+  them occur there than in the user's messages. "Lives in Berlin", after the
+  user said "I live in Berlin" and the assistant talked about Berlin, has 1
+  of 2 words from the assistant and 1 from the user: kept. "Berlin is the
+  capital of Germany" has 3 of 3 from the assistant, 1 from the user:
+  dropped. So is "Nursing in a children's hospital must be rewarding" (4 of 4
+  against 2 of 4), a sentence of the assistant's built around the user's words;
+* **paragraphs** are dropped: more than :data:`MAX_FACT_SENTENCES` sentences
+  or more than :data:`MAX_FACT_CHARS` characters;
+* **repeats** collapse: facts of one reply with the same content (case and
+  white space folded) are kept once, with the highest confidence given.
+
+Each dropped candidate is logged (its text cut to :data:`LOG_CHARS`) and
+returned with its reason, so a reflection reports it.
+
+Examples:
+    >>> from langchain_core.messages import AIMessage, HumanMessage
+    >>> from langmem_ext.engine.profile import FactCandidate
+    >>> turn = [HumanMessage("I live in Berlin"),
+    ...         AIMessage("Berlin has been the capital of Germany since 1990.")]
+    >>> facts = [FactCandidate("Lives in Berlin", "context", 0.9),
+    ...          FactCandidate("Berlin is the capital of Germany", "knowledge", 0.9),
+    ...          FactCandidate("lives in  berlin", "context", 0.95)]
+    >>> kept, dropped = screen(facts, turn)
+    >>> [(f.content, f.confidence) for f in kept]
+    [('Lives in Berlin', 0.95)]
+    >>> [d.reason for d in dropped]
+    ['assistant_copy', 'repeat']
+    >>> copy_ratio("Berlin is the capital of Germany", turn), copy_ratio("Lives in Berlin", turn)
+    (1.0, 0.0)
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from langchain_core.messages import BaseMessage
+
+from ...engine.profile import FactCandidate
+
+__all__ = [
+    "COPY_OVERLAP",
+    "LOG_CHARS",
+    "MAX_FACT_CHARS",
+    "MAX_FACT_SENTENCES",
+    "STOPWORDS",
+    "DroppedFact",
+    "copy_ratio",
+    "cut",
+    "overlap",
+    "screen",
+]
+
+logger = logging.getLogger("langmem_ext.agents.reflection")
+
+#: A fact is a copy of the assistant when *more than* this share of its content
+#: words occur in the assistant's messages (and more of them there than in the
+#: user's). One half: a two-word fact with one word from the assistant is kept,
+#: anything mostly made of the assistant's words is not.
+COPY_OVERLAP = 0.5
+#: A fact is one statement: more sentences than this is a pasted paragraph.
+MAX_FACT_SENTENCES = 2
+#: ... and so is a fact longer than this many characters.
+MAX_FACT_CHARS = 300
+#: Model output quoted in a log line or in feedback to the model is cut to
+#: this many characters (a broken reply can be tens of kilobytes).
+LOG_CHARS = 200
+
+#: Words that say nothing about what a fact is about (ignored by the copy test).
+STOPWORDS = frozenset(
+    """a an the and or but if so than then of in on at to for from by with as into over
+    under about after before is are was were be been being am do does did has have had
+    having it its this that these those there here i me my mine you your yours he him
+    his she her hers we us our they them their what which who whom when where why how
+    not no yes very just also too can could will would shall should may might must
+    all any some each every more most such only own same s t m d ll re ve""".split()
+)
+
+_WORD = re.compile(r"\w+")
+# A stop after an initial ("George R. R. Martin") or a title ("Dr. Lee") ends
+# no sentence: such facts were dropped as paragraphs.
+_SENTENCE_END = re.compile(
+    r"(?<!\b[A-Za-z])(?<!\b(?:Mr|Ms|Dr|St|Jr|Sr|vs))(?<!\b(?:Mrs|Rev))(?<!\bProf)"
+    r"[.!?]+(?:\s+|$)"
+)
+
+
+@dataclass(frozen=True)
+class DroppedFact:
+    """A candidate screened out: ``reason`` is ``assistant_copy``, ``too_long``
+    or ``repeat``."""
+
+    content: str
+    reason: str
+
+
+def cut(text: object, n: int = LOG_CHARS) -> str:
+    """``text`` (``str()`` of anything) cut to ``n`` characters with a marker.
+
+    Examples:
+        >>> cut("x" * 500, 20)
+        'xxxxxxxxxxxxxxxxxxxx… [480 more characters]'
+    """
+    s = text if isinstance(text, str) else str(text)
+    if len(s) <= n:
+        return s
+    return f"{s[:n]}… [{len(s) - n} more characters]"
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.casefold()) if w not in STOPWORDS}
+
+
+def _said(turns: Sequence[BaseMessage], kind: str) -> str:
+    return "\n".join(
+        m.text if isinstance(m.text, str) else str(m.content) for m in turns if m.type == kind
+    )
+
+
+def overlap(content: str, turns: Sequence[BaseMessage]) -> tuple[float, float]:
+    """The shares of ``content``'s content words found in the assistant's and
+    in the user's messages of ``turns`` ((0, 0) when it has none)."""
+    words = _words(content)
+    if not words:
+        return 0.0, 0.0
+    assistant, user = _words(_said(turns, "ai")), _words(_said(turns, "human"))
+    return len(words & assistant) / len(words), len(words & user) / len(words)
+
+
+def copy_ratio(content: str, turns: Sequence[BaseMessage]) -> float:
+    """How much ``content`` is a copy of the assistant's words: the share of
+    its content words found in the assistant's messages, or 0 when at least as
+    many are found in the user's."""
+    from_assistant, from_user = overlap(content, turns)
+    return from_assistant if from_assistant > from_user else 0.0
+
+
+def sentences(text: str) -> int:
+    """How many sentences ``text`` holds (a final one without a stop counts).
+
+    Examples:
+        >>> sentences("Loves fantasy. Favourite author: George R. R. Martin.")
+        2
+        >>> sentences("Saw Dr. Lee on Monday"), sentences("")
+        (1, 0)
+    """
+    stripped = text.strip()
+    if not stripped:
+        return 0
+    ends = list(_SENTENCE_END.finditer(stripped))
+    return len(ends) + (0 if ends and ends[-1].end() == len(stripped) else 1)
+
+
+def screen(
+    facts: Sequence[FactCandidate], turns: Sequence[BaseMessage], *, thread_id: str = "?"
+) -> tuple[list[FactCandidate], list[DroppedFact]]:
+    """The facts of one reply worth storing, and the ones dropped (see the module)."""
+    kept: dict[str, FactCandidate] = {}
+    dropped: list[DroppedFact] = []
+    for f in facts:
+        reason = None
+        if len(f.content) > MAX_FACT_CHARS or sentences(f.content) > MAX_FACT_SENTENCES:
+            reason = "too_long"
+        elif copy_ratio(f.content, turns) > COPY_OVERLAP:
+            reason = "assistant_copy"
+        if reason is not None:
+            logger.warning(
+                "thread %s: dropped an extracted fact (%s): %r", thread_id, reason, cut(f.content)
+            )
+            dropped.append(DroppedFact(f.content, reason))
+            continue
+        key = " ".join(f.content.casefold().split())
+        if key in kept:
+            first = kept[key]
+            kept[key] = replace(first, confidence=max(first.confidence, f.confidence))
+            logger.info("thread %s: collapsed a repeated fact: %r", thread_id, cut(f.content))
+            dropped.append(DroppedFact(f.content, "repeat"))
+            continue
+        kept[key] = f
+    return list(kept.values()), dropped

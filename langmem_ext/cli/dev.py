@@ -1,0 +1,129 @@
+"""The commands that run the development tools (``langmem-ext eval-extraction``,
+``langmem-ext bench``): those tools are not in the library's wheel; from a checkout
+``pip install -e ./dev`` installs them, and these commands say so when missing."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import asdict
+from pathlib import Path
+from types import ModuleType
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+
+def dev_module(name: str) -> ModuleType:
+    """``langmem_ext_dev.<name>``, or a one-line error saying how to install it."""
+    try:
+        return importlib.import_module(f"langmem_ext_dev.{name}")
+    except ModuleNotFoundError as e:
+        if not (e.name or "").startswith("langmem_ext_dev"):
+            raise
+        raise typer.BadParameter(
+            "this command runs the development tools, which are not part of the library: "
+            "from a checkout of langmem-ext, pip install -e ./dev"
+        ) from None
+
+
+def eval_extraction(
+    model: Annotated[
+        str,
+        typer.Option(
+            help="'oracle' or 'naive' (scripted, no server), a 'provider:model' string, "
+            "or the model name to send to --base-url."
+        ),
+    ] = "oracle",
+    base_url: Annotated[
+        str | None,
+        typer.Option(help="An OpenAI-compatible server, e.g. http://127.0.0.1:8765/v1."),
+    ] = None,
+    method: Annotated[str, typer.Option(help="Call shape: auto, tool or json.")] = "auto",
+    data: Annotated[
+        Path | None, typer.Option(help="An evaluation set (JSON); default: the built-in one.")
+    ] = None,
+    embed: Annotated[
+        str, typer.Option(help="The store's embedder: 'local' or 'none' (keyword only).")
+    ] = "local",
+    timeout: Annotated[float, typer.Option(help="Seconds per model call.")] = 120.0,
+    max_tokens: Annotated[int, typer.Option(help="Output cap of each model call.")] = 1024,
+    context_tokens: Annotated[
+        int, typer.Option(help="The model's context size (a local server's n_ctx).")
+    ] = 8192,
+    out: Annotated[Path | None, typer.Option(help="Write the scores to this JSON file.")] = None,
+) -> None:
+    """Reflect every turn of the evaluation set with a model and print what it
+    stored: facts right, facts lost, noise stored, corrections applied, wrong
+    supersessions, model calls per turn.
+
+    Example: langmem-ext eval-extraction --model local --base-url http://127.0.0.1:8765/v1
+    """
+    from ..agents.reflection.extract import FactExtractor
+    from ..agents.reflection.reflect import ReflectionSettings
+
+    ev = dev_module("evaluate")
+    evaluate, load_cases, scripted_model = ev.evaluate, ev.load_cases, ev.scripted_model
+    console = Console(soft_wrap=True)
+    try:
+        cases = load_cases(data)
+    except (OSError, ValueError) as e:
+        raise typer.BadParameter(str(e)) from e
+    if method not in ("auto", "tool", "json"):
+        raise typer.BadParameter(f"--method must be auto, tool or json, got {method!r}")
+    try:
+        settings = ReflectionSettings(backoff=0.1, context_tokens=context_tokens)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from e
+    limits = {"max_tokens": max_tokens, "timeout": timeout}
+    if base_url:
+        from langchain_openai import ChatOpenAI
+        from pydantic import SecretStr
+
+        chat = ChatOpenAI(
+            model=model,
+            base_url=base_url,
+            api_key=SecretStr("local"),
+            temperature=0,
+            timeout=timeout,
+            max_retries=0,  # extraction retries on its own
+        )
+        extractor = FactExtractor(chat, method=method, **limits)  # type: ignore[arg-type]
+    elif model in ("oracle", "naive"):
+        scripted = scripted_model(model, cases)
+        extractor = FactExtractor(scripted, method=method, **limits)  # type: ignore[arg-type]
+    else:
+        extractor = FactExtractor(model, method=method, **limits)  # type: ignore[arg-type]
+
+    def progress(score: object) -> None:
+        s = asdict(score)  # type: ignore[call-overload]
+        console.print(
+            f"{s['case']}: {s['right']}/{s['expected']} right, {len(s['noise'])} noise, "
+            f"{s['model_calls']} calls, {s['seconds']:.1f} s",
+            highlight=False,
+        )
+
+    report = evaluate(
+        extractor,
+        cases=cases,
+        settings=settings,
+        embed=None if embed == "none" else embed,
+        label=model,
+        on_case=progress,
+    )
+    console.print(report.table(), highlight=False, markup=False)
+    for line in report.problems():
+        console.print(f"  {line}", highlight=False, markup=False)
+    totals = report.totals()
+    console.print(
+        f"{totals['calls_per_turn']} model calls per turn, {totals['seconds']} s", highlight=False
+    )
+    if out is not None:
+        payload = {
+            "model": report.model,
+            "totals": totals,
+            "cases": [asdict(c) for c in report.cases],
+        }
+        out.write_text(json.dumps(payload, indent=2))
+        console.print(f"wrote {out}")

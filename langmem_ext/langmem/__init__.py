@@ -1,0 +1,36 @@
+"""LangMem's API over this package's memory: the same names, arguments and
+results, so a LangMem user switches by changing the import. Needs the ``agents``
+extra.
+
+Examples:
+    >>> from langmem_ext import SQLiteStore
+    >>> from langmem_ext.langmem import create_manage_memory_tool
+    >>> create_manage_memory_tool(store=SQLiteStore()).name
+    'manage_memory'
+"""
+
+from ..agents.reflection import ReflectionExecutor
+from .managers import (
+    ExtractedMemory,
+    Memory,
+    MemoryManager,
+    create_memory_manager,
+    create_thread_extractor,
+)
+from .searcher import create_memory_searcher
+from .store_manager import MemoryStoreManager, create_memory_store_manager
+from .tools import create_manage_memory_tool, create_search_memory_tool
+
+__all__ = [
+    "ExtractedMemory",
+    "Memory",
+    "MemoryManager",
+    "MemoryStoreManager",
+    "ReflectionExecutor",
+    "create_manage_memory_tool",
+    "create_memory_manager",
+    "create_memory_searcher",
+    "create_memory_store_manager",
+    "create_search_memory_tool",
+    "create_thread_extractor",
+]

@@ -1,0 +1,658 @@
+"""LangMem's memory manager and thread extractor, on trustcall where the model
+server accepts it and on one plain call where it does not.
+
+:func:`create_memory_manager` and :func:`create_thread_extractor` have
+LangMem's names, signatures and return shapes (``ExtractedMemory(id,
+content)`` tuples; a schema instance). Two call shapes:
+
+``"trustcall"``
+    trustcall's ``create_extractor`` (as LangMem does): JSON-patch updates of
+    existing memories and validation repair. It binds tools with
+    ``tool_choice="any"``, which llama.cpp's server, LM Studio and others reject.
+``"tool"`` / ``"json"``
+    One call per step: a *named* tool (``manage_memories``), or a JSON object
+    in the reply, listing new and updated memories (each validated against its
+    schema) and deletions; invalid output is asked for again once, with a short
+    note of what was wrong.
+
+``method="auto"`` (default) uses trustcall with hosted providers and the
+one-call shape with OpenAI-compatible servers at another address (llama.cpp,
+LM Studio, Ollama, vLLM: they reject ``tool_choice="any"``, and small models
+there rarely call a tool nobody named, so trustcall's first call would quietly
+extract nothing). When a server rejects trustcall's tool shape
+(``NotImplementedError``, or an HTTP 400/404/422/500/501 that is not a context
+overflow), the manager switches to ``"tool"`` for good, logged once; a server
+that rejects tools altogether moves on to ``"json"``.
+
+Examples:
+    >>> from langmem_ext.testing.chat import ScriptedExtractionModel
+    >>> from langchain_core.messages import AIMessage
+    >>> reply = AIMessage("", tool_calls=[{"name": "manage_memories", "id": "c1",
+    ...     "args": {"memories": [{"kind": "Memory", "content": {"content": "Likes tea"}}]}}])
+    >>> manager = create_memory_manager(ScriptedExtractionModel([reply]), method="tool")
+    >>> [m.content.content for m in manager.invoke({"messages": [("user", "I like tea")]})]
+    ['Likes tea']
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import uuid
+from collections.abc import Sequence
+from typing import Any, Literal, NamedTuple
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage, convert_to_messages
+from langchain_core.messages.utils import merge_message_runs
+from langchain_core.runnables import Runnable, RunnableConfig
+from pydantic import BaseModel, Field, ValidationError
+
+from ..engine.requests import Call, Operation, run_async, run_sync
+from ..errors import ConfigurationError, ExtractionError
+
+__all__ = [
+    "ExtractedMemory",
+    "Memory",
+    "MemoryManager",
+    "RemoveDoc",
+    "SummarizeThread",
+    "create_memory_manager",
+    "create_thread_extractor",
+    "rejects_tool_shape",
+]
+
+logger = logging.getLogger("langmem_ext.agents.reflection")
+
+Method = Literal["auto", "trustcall", "tool", "json"]
+TOOL_NAME = "manage_memories"
+# HTTP statuses with which servers reject a request shape they do not support.
+_SHAPE_STATUS = frozenset({400, 404, 422, 500, 501})
+_OVERFLOW_WORDS = ("context", "too long", "maximum", "exceed", "n_ctx", "length")
+
+
+class Memory(BaseModel):
+    """Call this tool once for each new memory you want to record. Use multi-tool
+    calling to record multiple new memories."""
+
+    content: str = Field(
+        description="The memory as a well-written, standalone episode/fact/note/preference/etc."
+        " Refer to the user's instructions for more information the preferred memory organization."
+    )
+
+
+class SummarizeThread(BaseModel):
+    """A conversation's title and summary (:func:`create_thread_extractor`'s default)."""
+
+    title: str
+    summary: str
+
+
+class RemoveDoc(BaseModel):
+    """A deletion of the memory ``json_doc_id`` (trustcall's shape, so results of
+    either call shape read the same)."""
+
+    json_doc_id: str
+
+
+class ExtractedMemory(NamedTuple):
+    """One memory a manager produced: its id and content (a schema instance, or
+    :class:`RemoveDoc`)."""
+
+    id: str
+    content: BaseModel
+
+
+def rejects_tool_shape(error: BaseException) -> bool:
+    """Whether ``error`` says the server does not support the request's tool
+    shape (``tool_choice="any"``, tools at all), as opposed to any other failure.
+    A context overflow is an HTTP 400 too, but no reason to change shape.
+
+    Examples:
+        >>> class E(Exception):
+        ...     status_code = 500
+        >>> rejects_tool_shape(E("Unsupported tool_choice")), rejects_tool_shape(ValueError())
+        (True, False)
+        >>> rejects_tool_shape(type("E4", (Exception,), {"status_code": 400})(
+        ...     "This model's maximum context length is 4096 tokens"))
+        False
+    """
+    if isinstance(error, NotImplementedError):
+        return True
+    status = getattr(error, "status_code", None)
+    if status not in _SHAPE_STATUS:
+        return False
+    text = str(error).lower()
+    return not (status == 400 and any(w in text for w in _OVERFLOW_WORDS))
+
+
+def conversation(messages: Sequence[Any]) -> str:
+    """The messages as LangMem renders them for its managers."""
+    msgs = merge_message_runs(convert_to_messages(list(messages)))
+    return "\n\n".join(m.pretty_repr() for m in msgs)
+
+
+_MEMORY_INSTRUCTIONS = """You are a long-term memory manager maintaining a core store of \
+semantic, procedural, and episodic memory. These memories power a life-long learning \
+agent's core predictive model.
+
+What should the agent learn from this interaction about the user, itself, or how it \
+should act? Reflect on the input trajectory and current memories (if any).
+
+1. **Extract & Contextualize**: identify essential facts, relationships, preferences, \
+reasoning procedures, and context; caveat uncertain information.
+2. **Compare & Update**: attend to novel information that deviates from existing \
+memories; consolidate and compress redundant memories; remove incorrect or redundant \
+memories while keeping internal consistency.
+3. **Synthesize & Reason**: what can you conclude about the user, the agent ("I"), or \
+the environment?
+
+Record memory content exactly as you'd want to recall it. Prefer dense, complete \
+memories over overlapping ones; nothing worth remembering forgotten, nothing false \
+remembered."""
+
+
+class _Existing(NamedTuple):
+    id: str
+    kind: str
+    content: Any
+
+
+class MemoryManager(Runnable[dict[str, Any], list[ExtractedMemory]]):
+    """LangMem's memory manager (see :func:`create_memory_manager`)."""
+
+    def __init__(
+        self,
+        model: str | BaseChatModel,
+        *,
+        schemas: Sequence[type[BaseModel]] = (Memory,),
+        instructions: str = _MEMORY_INSTRUCTIONS,
+        enable_inserts: bool = True,
+        enable_updates: bool = True,
+        enable_deletes: bool = False,
+        method: Method = "auto",
+    ) -> None:
+        if method not in ("auto", "trustcall", "tool", "json"):
+            raise ConfigurationError(
+                f"unknown method {method!r}; use 'auto', 'trustcall', 'tool' or 'json'"
+            )
+        if not any((enable_inserts, enable_updates, enable_deletes)):
+            raise ConfigurationError(
+                "enable at least one of enable_inserts, enable_updates and enable_deletes"
+            )
+        self._model = model
+        self.schemas = tuple(schemas or (Memory,))
+        for s in self.schemas:
+            if not (isinstance(s, type) and issubclass(s, BaseModel)):
+                raise ConfigurationError(f"schemas must be pydantic models, got {s!r}")
+        self.by_name = {s.__name__: s for s in self.schemas}
+        self.instructions = instructions
+        self.enable_inserts = enable_inserts
+        self.enable_updates = enable_updates
+        self.enable_deletes = enable_deletes
+        self.method = method
+        self._shape: Literal["trustcall", "tool", "json"] | None = (
+            None if method == "auto" else method
+        )
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    @property
+    def shape(self) -> Literal["trustcall", "tool", "json"]:
+        """The call shape the next step uses (see the module docs)."""
+        if self._shape is None:
+            self._shape = "tool" if _local_server(self.model) else "trustcall"
+        return self._shape
+
+    @shape.setter
+    def shape(self, value: Literal["trustcall", "tool", "json"]) -> None:
+        self._shape = value
+
+    @property
+    def model(self) -> BaseChatModel:
+        """The chat model (a ``"provider:model"`` string is resolved on first use)."""
+        with self._lock:
+            if isinstance(self._model, str):
+                from langchain.chat_models import init_chat_model
+
+                self._model = init_chat_model(self._model)
+            return self._model
+
+    # -- the Runnable faces ------------------------------------------------------------
+
+    def invoke(
+        self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[ExtractedMemory]:
+        """Memories from ``{"messages", "existing"?, "max_steps"?}``."""
+        return run_sync(self.steps(input, config), None)  # type: ignore[arg-type]
+
+    async def ainvoke(
+        self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[ExtractedMemory]:
+        """Async :meth:`invoke`."""
+        return await run_async(self.steps(input, config), None)  # type: ignore[arg-type]
+
+    async def __call__(
+        self, messages: Sequence[AnyMessage], existing: Sequence[Any] | None = None
+    ) -> list[ExtractedMemory]:
+        """LangMem's ``await manager(messages, existing)``."""
+        payload: dict[str, Any] = {"messages": messages}
+        if existing is not None:
+            payload["existing"] = existing
+        return await self.ainvoke(payload)
+
+    # -- one body for both ----------------------------------------------------------------
+
+    def steps(
+        self, input: dict[str, Any], config: RunnableConfig | None = None
+    ) -> Operation[list[ExtractedMemory]]:
+        """The manager as an operation: each model call is a :class:`Call`."""
+        if not isinstance(input, dict) or "messages" not in input:
+            raise ConfigurationError(
+                "a memory manager takes {'messages': [...], 'existing'?: [...], "
+                f"'max_steps'?: int}}, got {type(input).__name__}"
+            )
+        max_steps = input.get("max_steps") or 1
+        existing = self._existing(input.get("existing"))
+        external = {e.id for e in existing}
+        results: dict[str, BaseModel] = {}
+        current = list(existing)
+        transcript = conversation(input["messages"])
+        for step in range(max_steps):
+            got = yield from self._one_step(transcript, current, step, max_steps, config)
+            if got is None:
+                break
+            results.update(got)
+            current = [
+                _Existing(i, type(v).__name__, v)
+                for i, v in {**{e.id: e.content for e in existing}, **results}.items()
+                if not isinstance(v, RemoveDoc)
+            ]
+            if not got:
+                break
+        for e in existing:
+            results.setdefault(e.id, e.content)
+        return [
+            ExtractedMemory(i, v)
+            for i, v in results.items()
+            if not (isinstance(v, RemoveDoc) and i not in external)
+        ]
+
+    def _one_step(
+        self,
+        transcript: str,
+        existing: list[_Existing],
+        step: int,
+        max_steps: int,
+        config: RunnableConfig | None,
+    ) -> Operation[dict[str, BaseModel] | None]:
+        while True:
+            shape = self.shape
+            try:
+                if shape == "trustcall":
+                    return (yield from self._trustcall(transcript, existing, config))
+                return (yield from self._plain(shape, transcript, existing, config))
+            except Exception as e:
+                if self.method != "auto" or not rejects_tool_shape(e) or shape == "json":
+                    raise
+                nxt: Literal["tool", "json"] = "tool" if shape == "trustcall" else "json"
+                logger.warning(
+                    "the model server rejected %s's request shape (%s); managing memories "
+                    "with %s calls from now on",
+                    shape,
+                    _short(e),
+                    "named-tool" if nxt == "tool" else "JSON-output",
+                )
+                self.shape = nxt
+
+    def _call(self, runnable: Any, payload: Any, config: RunnableConfig | None) -> Call:
+        def sync() -> Any:
+            self._count()
+            return runnable.invoke(payload, config)
+
+        async def async_() -> Any:
+            self._count()
+            return await runnable.ainvoke(payload, config)
+
+        return Call(sync, async_)
+
+    def _count(self) -> None:
+        with self._lock:
+            self.calls += 1
+
+    # -- trustcall ----------------------------------------------------------------------
+
+    def _trustcall(
+        self, transcript: str, existing: list[_Existing], config: RunnableConfig | None
+    ) -> Operation[dict[str, BaseModel] | None]:
+        from trustcall import create_extractor
+
+        extractor = create_extractor(
+            self.model,
+            tools=list(self.schemas),
+            enable_inserts=self.enable_inserts,
+            enable_updates=self.enable_updates,
+            enable_deletes=self.enable_deletes,
+            existing_schema_policy=False,
+        )
+        payload = {
+            "messages": self._prompt(transcript, None),
+            "existing": [(e.id, e.kind, _plain_content(e.content)) for e in existing],
+        }
+        response = yield self._call(extractor, payload, config)
+        out: dict[str, BaseModel] = {}
+        for r, meta in zip(response["responses"], response["response_metadata"], strict=False):
+            if type(r).__name__ == "RemoveDoc":
+                out[r.json_doc_id] = RemoveDoc(json_doc_id=r.json_doc_id)
+            else:
+                out[meta.get("json_doc_id") or str(uuid.uuid4())] = r
+        return out
+
+    # -- one plain call ------------------------------------------------------------------
+
+    def _prompt(self, transcript: str, shape_note: str | None) -> list[dict[str, str]]:
+        session = f"<session>\n{transcript}\n</session>"
+        user = (
+            f"{self.instructions}\n\nEnrich, prune, and organize memories based on any new "
+            "information. If an existing memory is incorrect or outdated, update it based on "
+            f"the new information. Avoid duplicate extractions.\n\n{session}"
+        )
+        if shape_note:
+            user += f"\n\n{shape_note}"
+        return [
+            {"role": "system", "content": "You are a memory subroutine for an AI."},
+            {"role": "user", "content": user},
+        ]
+
+    def _shape_note(self, existing: list[_Existing], json_mode: bool) -> str:
+        kinds = ", ".join(
+            f"{name} {json.dumps(s.model_json_schema().get('properties', {}))}"
+            for name, s in self.by_name.items()
+        )
+        allowed = [
+            x
+            for x, on in (
+                ("add new memories (id null)", self.enable_inserts),
+                ("update existing ones (their id)", self.enable_updates),
+                ("delete existing ones (ids in 'delete')", self.enable_deletes),
+            )
+            if on
+        ]
+        known = (
+            "\n".join(
+                json.dumps({"id": e.id, "kind": e.kind, "content": _plain_content(e.content)})
+                for e in existing
+            )
+            or "(none)"
+        )
+        how = (
+            'Answer with one JSON object and nothing else: {"memories": [{"id": str|null, '
+            '"kind": str, "content": object}], "delete": [str]}.'
+            if json_mode
+            else f"Call {TOOL_NAME} once with every change."
+        )
+        return (
+            f"Existing memories:\n{known}\n\nMemory kinds and their fields: {kinds}\n"
+            f"You may {', '.join(allowed)}. {how}"
+        )
+
+    def _tool(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": TOOL_NAME,
+                "description": "Record new memories, updates of existing ones, and deletions.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "memories": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "id": {"type": ["string", "null"]},
+                                    "kind": {"type": "string", "enum": list(self.by_name)},
+                                    "content": {"type": "object"},
+                                },
+                                "required": ["kind", "content"],
+                            },
+                        },
+                        "delete": {"type": "array", "items": {"type": "string"}},
+                    },
+                    "required": ["memories"],
+                },
+            },
+        }
+
+    def _plain(
+        self,
+        shape: str,
+        transcript: str,
+        existing: list[_Existing],
+        config: RunnableConfig | None,
+    ) -> Operation[dict[str, BaseModel] | None]:
+        json_mode = shape == "json"
+        model = self.model
+        if json_mode:
+            from langchain_openai.chat_models.base import BaseChatOpenAI
+
+            runnable: Any = (
+                model.bind(response_format={"type": "json_object"})
+                if isinstance(model, BaseChatOpenAI)
+                else model
+            )
+        else:
+            runnable = model.bind_tools([self._tool()], tool_choice=TOOL_NAME)
+        note = self._shape_note(existing, json_mode)
+        feedback: str | None = None
+        for _ in range(2):
+            prompt = self._prompt(transcript, note + (f"\n\n{feedback}" if feedback else ""))
+            reply = yield self._call(runnable, prompt, config)
+            try:
+                return self._read(reply, existing)
+            except ValueError as e:
+                # Say what was wrong, briefly: quoting a broken reply back could
+                # overflow a small model's context.
+                feedback = f"Your previous answer was invalid: {_short(e, 300)}. Answer again."
+                logger.warning("invalid memory manager output, asking again: %s", _short(e))
+        raise ExtractionError(
+            f"the model's memory changes were invalid twice ({feedback}); nothing was changed",
+        )
+
+    def _read(self, reply: Any, existing: list[_Existing]) -> dict[str, BaseModel]:
+        raw: Any = None
+        if isinstance(reply, AIMessage):
+            for tc in reply.tool_calls:
+                if tc["name"] == TOOL_NAME:
+                    raw = tc["args"]
+        if raw is None:
+            text = reply.text if isinstance(getattr(reply, "text", None), str) else str(reply)
+            raw = _json_in(text)
+        if not isinstance(raw, dict) or not isinstance(raw.get("memories"), list):
+            raise ValueError("expected an object with a 'memories' list")
+        known = {e.id for e in existing}
+        out: dict[str, BaseModel] = {}
+        for n, item in enumerate(raw.get("memories") or [], 1):
+            if not isinstance(item, dict):
+                raise ValueError(f"memory {n} is not an object")
+            kind = item.get("kind") or (
+                next(iter(self.by_name)) if len(self.by_name) == 1 else None
+            )
+            schema = self.by_name.get(kind)  # type: ignore[arg-type]
+            if schema is None:
+                raise ValueError(f"memory {n}: unknown kind {kind!r}; use {list(self.by_name)}")
+            content = item.get("content")
+            if isinstance(content, str) and "content" in schema.model_fields:
+                content = {"content": content}
+            try:
+                value = schema.model_validate(content)
+            except ValidationError as e:
+                raise ValueError(f"memory {n}: {e.errors()[0]['msg']}") from None
+            mid = item.get("id")
+            if mid and mid in known:
+                if self.enable_updates:
+                    out[mid] = value
+                else:
+                    logger.info("dropped an update of %s: updates are disabled", mid)
+            elif self.enable_inserts:
+                if mid:
+                    logger.info("memory id %r is not an existing memory; adding it as new", mid)
+                out[str(uuid.uuid4())] = value
+        for mid in raw.get("delete") or []:
+            if not self.enable_deletes:
+                logger.info("dropped a deletion of %s: deletes are disabled", mid)
+            elif mid in known:
+                out[mid] = RemoveDoc(json_doc_id=mid)
+            else:
+                logger.warning("the model asked to delete unknown memory %r; ignored", mid)
+        return out
+
+    # -- inputs ----------------------------------------------------------------------------
+
+    def _existing(self, existing: Any) -> list[_Existing]:
+        """LangMem's three shapes: strings; ``(id, value)``; ``(id, kind, value)``."""
+        if existing is None:
+            return []
+        out: list[_Existing] = []
+        first = self.schemas[0]
+        for e in existing:
+            if isinstance(e, str):
+                out.append(_Existing(str(uuid.uuid4()), first.__name__, first(content=e)))
+            elif isinstance(e, tuple | list) and len(e) == 3:
+                out.append(_Existing(str(e[0]), str(e[1]), e[2]))
+            elif isinstance(e, tuple | list) and len(e) == 2:
+                kind = type(e[1]).__name__ if isinstance(e[1], BaseModel) else "__any__"
+                out.append(_Existing(str(e[0]), kind, e[1]))
+            else:
+                raise ConfigurationError(
+                    "existing memories are strings, (id, value) or (id, kind, value) "
+                    f"tuples; got {e!r}"
+                )
+        return out
+
+
+def create_memory_manager(
+    model: str | BaseChatModel,
+    /,
+    *,
+    schemas: Sequence[type[BaseModel]] = (Memory,),
+    instructions: str = _MEMORY_INSTRUCTIONS,
+    enable_inserts: bool = True,
+    enable_updates: bool = True,
+    enable_deletes: bool = False,
+    method: Method = "auto",
+) -> MemoryManager:
+    """LangMem's ``create_memory_manager``: memories from a conversation.
+
+    Args:
+        model: a chat model or a ``"provider:model"`` string.
+        schemas: pydantic models of the memories (default: ``Memory``, free text).
+        instructions: how to extract and organise memories.
+        enable_inserts: the model may add memories.
+        enable_updates: the model may change memories.
+        enable_deletes: the model may remove memories.
+        method: ``"auto"`` (see the module docs), ``"trustcall"``, ``"tool"``
+            or ``"json"``.
+
+    Returns:
+        A runnable: ``invoke({"messages", "existing"?, "max_steps"?})`` (or
+        ``await manager(messages, existing)``) returns ``ExtractedMemory(id,
+        content)`` tuples.
+
+    Examples:
+        >>> from langchain_openai import ChatOpenAI
+        >>> hosted = create_memory_manager(ChatOpenAI(model="gpt-4o-mini", api_key="sk-..."))
+        >>> local = create_memory_manager(ChatOpenAI(
+        ...     base_url="http://127.0.0.1:8080/v1", api_key="local", model="qwen"))
+        >>> hosted.shape, local.shape
+        ('trustcall', 'tool')
+    """
+    return MemoryManager(
+        model,
+        schemas=schemas,
+        instructions=instructions,
+        enable_inserts=enable_inserts,
+        enable_updates=enable_updates,
+        enable_deletes=enable_deletes,
+        method=method,
+    )
+
+
+class _ThreadExtractor(Runnable[dict[str, Any], BaseModel]):
+    def __init__(self, model: str | BaseChatModel, schema: type[BaseModel], instructions: str):
+        self.manager = MemoryManager(
+            model,
+            schemas=(schema,),
+            instructions=instructions,
+            enable_updates=False,
+        )
+        self.schema = schema
+
+    def _result(self, memories: list[ExtractedMemory]) -> BaseModel:
+        for m in memories:
+            if isinstance(m.content, self.schema):
+                return m.content
+        raise ExtractionError(f"the model returned no {self.schema.__name__}")
+
+    def invoke(
+        self, input: dict[str, Any], config: RunnableConfig | None = None, **kw: Any
+    ) -> BaseModel:
+        return self._result(self.manager.invoke({"messages": input["messages"]}, config))
+
+    async def ainvoke(
+        self, input: dict[str, Any], config: RunnableConfig | None = None, **kw: Any
+    ) -> BaseModel:
+        return self._result(await self.manager.ainvoke({"messages": input["messages"]}, config))
+
+
+def create_thread_extractor(
+    model: str | BaseChatModel,
+    /,
+    schema: type[BaseModel] | None = None,
+    instructions: str = "You are tasked with summarizing the following conversation.",
+) -> Runnable[dict[str, Any], BaseModel]:
+    """LangMem's ``create_thread_extractor``: a conversation → one schema instance
+    (default :class:`SummarizeThread`, a title and a summary).
+
+    Examples:
+        >>> from langchain_core.messages import AIMessage
+        >>> from langmem_ext.testing.chat import ScriptedExtractionModel
+        >>> reply = AIMessage("", tool_calls=[{"name": "manage_memories", "id": "c1",
+        ...     "args": {"memories": [{"kind": "SummarizeThread",
+        ...                            "content": {"title": "Reset", "summary": "..."}}]}}])
+        >>> model = ScriptedExtractionModel([NotImplementedError("no any"), reply])
+        >>> create_thread_extractor(model).invoke({"messages": [("user", "help")]}).title
+        'Reset'
+    """
+    return _ThreadExtractor(model, schema or SummarizeThread, instructions)
+
+
+def _local_server(model: Any) -> bool:
+    """An OpenAI-compatible chat model pointed at a server other than OpenAI's."""
+    from langchain_openai.chat_models.base import BaseChatOpenAI
+
+    if not isinstance(model, BaseChatOpenAI):
+        return False
+    base = str(getattr(model, "openai_api_base", None) or "")
+    return bool(base) and "api.openai.com" not in base and "azure" not in base
+
+
+def _plain_content(content: Any) -> Any:
+    return content.model_dump(mode="json") if isinstance(content, BaseModel) else content
+
+
+def _json_in(text: str) -> Any:
+    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
+    if start < 0:
+        raise ValueError("the reply holds no JSON and no tool call")
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text[start:])
+    except json.JSONDecodeError as e:
+        raise ValueError(f"invalid JSON in the reply ({e.msg})") from None
+    return value
+
+
+def _short(e: BaseException | str, n: int = 160) -> str:
+    text = str(e)
+    return text if len(text) <= n else text[: n - 3] + "..."
