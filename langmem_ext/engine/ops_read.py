@@ -13,6 +13,7 @@ from langgraph.store.base import SearchItem
 from pydantic import Field
 
 from ..errors import MemoryNotFoundError
+from . import inventory as inv
 from . import lifecycle as lc
 from . import provider as pv
 from . import recall as rc
@@ -114,7 +115,7 @@ def versions(c: Caller, id: Id, *, tenant: Tenant = None) -> Operation[list[Fact
         >>> [f.content for f in engine.versions(ctx, new.id)]
         ['Lives in Berlin', 'Lives in Munich']
     """
-    return rc.versions(c.env(tenant), id)
+    return inv.versions(c.env(tenant), id)
 
 
 @operation(access="read", tool="memory_search", browser=True)
@@ -235,7 +236,7 @@ def list_memories(
 ) -> Operation[Page]:
     """A page of your current memories, newest first, with the total count and
     the cursor of the next page."""
-    return rc.list_memories(
+    return inv.list_memories(
         c.env(tenant),
         layer=layer,
         types=types,
@@ -251,7 +252,7 @@ def list_memories(
 def stats(c: Caller, scope: ScopeFilter = None, *, tenant: Tenant = None) -> Operation[dict]:
     """How many memories you have of each kind, and in which state (active,
     fading, superseded, forgotten, expired)."""
-    return rc.stats(c.env(tenant), scope)
+    return inv.stats(c.env(tenant), scope)
 
 
 @operation(access="read", cli=False)

@@ -20,8 +20,6 @@ Examples:
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +29,7 @@ from langgraph.store.base import GetOp, Item, PutOp, SearchOp
 from ..errors import InvalidValueError
 from ..stores import SEARCH_MODES, HybridSearchOp
 from . import policy
-from ._core import matches, paged, search_ops
+from ._core import search_ops
 from .checks import check_int, check_text, shown
 from .env import (
     Env,
@@ -46,8 +44,7 @@ from .env import (
     require,
 )
 from .layers import precedence
-from .lifecycle import records_of
-from .models import RECORD_TYPES, Episode, Fact, MemoryRecord, Rule, parse_ts
+from .models import RECORD_TYPES, Fact, MemoryRecord, Rule, parse_ts
 from .requests import Batch, Embed, Operation
 from .scoring import (
     DUPLICATE_SIMILARITY,
@@ -401,27 +398,6 @@ def search_layers(
     return out
 
 
-def versions(env: Env, id: str) -> Operation[list[Fact]]:
-    """Every version of a fact, oldest first: the facts that held its
-    (subject, predicate) slot, current and archived. Edits, newer facts of the
-    same slot and corrections by reflection all keep the slot, so this is the
-    whole chain of corrections."""
-    record = yield from require(env, "fact", id)
-    assert isinstance(record, Fact)
-    layer = env.layer_of(record)
-    found: dict[str, Fact] = {}
-    for ns, live in ((layer.ns, True), (env.meta(layer, "archive"), False)):
-        items = yield from paged(env.caps, ns, {"slot": record.slot})
-        for item in items:
-            if tuple(item.namespace) != ns:
-                continue
-            rec = env.record(item, layer, live)
-            if isinstance(rec, Fact) and rec.slot == record.slot:
-                found.setdefault(rec.id, rec)
-    found.setdefault(record.id, record)
-    return sorted(found.values(), key=lambda f: (f.created_at, f.id))
-
-
 def search_items(
     env: Env,
     query: str | None,
@@ -459,116 +435,3 @@ def search_items(
 
 def _neg(text: str) -> tuple[int, ...]:
     return tuple(-ord(c) for c in text)
-
-
-def _encode_cursor(record: MemoryRecord) -> str:
-    raw = json.dumps([record.created_at, record.id]).encode()
-    return base64.urlsafe_b64encode(raw).decode()
-
-
-def _decode_cursor(cursor: str) -> tuple[str, str]:
-    try:
-        created, id_ = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        return str(created), str(id_)
-    except Exception as e:
-        raise InvalidValueError(
-            f"invalid cursor {shown(cursor)}; pass the next_cursor of the previous page"
-        ) from e
-
-
-def list_memories(
-    env: Env,
-    *,
-    layer: str | None,
-    types: Sequence[str] | None,
-    filter: dict[str, Any] | None,
-    tags: list[str] | None,
-    limit: int,
-    cursor: str | None,
-    damaged: bool = False,
-) -> Operation[Page]:
-    """List: live memories newest first, ``limit`` per page, a keyset
-    cursor (stable while memories are added) and the total matching count.
-    ``damaged``: also the stored items of these kinds that cannot be read
-    (:class:`~.decode.Damaged`), which every other reader skips."""
-    _check_limit(limit)
-    types = check_types(types, RECORD_TYPES)
-    tags = check_tags(tags)
-    filter = check_filter(filter)
-    if cursor is not None and not isinstance(cursor, str):
-        raise InvalidValueError(
-            f"cursor must be the next_cursor of the previous page, got {shown(cursor)}"
-        )
-    read = env.layers([layer] if layer is not None else None)
-    after = _decode_cursor(cursor) if cursor else None
-    rows: list[MemoryRecord] = []
-    kinds = (*types, "damaged") if damaged else tuple(types)
-    for la in read:
-        for rec in (yield from records_of(env, la, kinds)):
-            if rec.damaged:
-                rows.append(rec)
-                continue
-            if filter and not matches(rec.to_value(), filter):
-                continue
-            if rec.retrievable(env.stamp) and _tags_ok(rec, tags):
-                rows.append(rec)
-    rows.sort(key=lambda r: (r.created_at, r.id), reverse=True)
-    total = len(rows)
-    if after is not None:
-        rows = [r for r in rows if (r.created_at, r.id) < after]
-    page = rows[:limit]
-    nxt = _encode_cursor(page[-1]) if len(rows) > limit else None
-    return Page(page, nxt, total, {"layer": layer, "types": types})
-
-
-def stats(env: Env, scope: str | None) -> Operation[dict[str, Any]]:
-    """Stats: counts of the caller's readable memories (only scopes
-    ``global`` and ``scope`` when given)."""
-    scopes = _scopes(scope)
-    recs: dict[str, list[Any]] = {t: [] for t in RECORD_TYPES}
-    damaged = 0
-    for la in env.layers():
-        current = yield from records_of(env, la, (*RECORD_TYPES, "damaged"))
-        damaged += sum(1 for r in current if r.damaged)
-        archived = yield from paged(env.caps, env.meta(la, "archive"), {})
-        for rec in [*current, *(env.record(i, la, live=False) for i in archived)]:
-            if rec.type in recs and (not scopes or rec.scope in scopes):  # damaged: skipped
-                recs[rec.type].append(rec)
-    facts: list[Fact] = recs["fact"]
-    active = [f for f in facts if f.validity == "active"]
-    eff = {f.id: f.effective_confidence(env.now) for f in active}
-    rules: list[Rule] = [r for r in recs["rule"] if r.status == "active"]
-    eps: list[Episode] = recs["episode"]
-    live_eps = [e for e in eps if e.retrievable(env.stamp)]
-    backlog = [e for e in live_eps if not e.consolidated]
-    oldest = min((e.created_at for e in backlog), default=None)
-    return {
-        "facts": {
-            "total": len(facts),
-            "active": sum(1 for f in active if eff[f.id] >= policy.EXPIRE_BELOW),
-            "fading": sum(
-                1
-                for f in active
-                if policy.EXPIRE_BELOW <= eff[f.id] < policy.FADING_RATIO * f.confidence
-            ),
-            "expired": sum(1 for f in facts if f.validity == "expired")
-            + sum(1 for f in active if eff[f.id] < policy.EXPIRE_BELOW),
-            "superseded": sum(1 for f in facts if f.validity == "superseded"),
-            "retracted": sum(1 for f in facts if f.validity == "retracted"),
-        },
-        "rules": {
-            "total": len(recs["rule"]),
-            **{m: sum(1 for r in rules if r.maturity == m) for m in policy.MATURITY},
-            "forgotten": sum(1 for r in recs["rule"] if r.status == "forgotten"),
-        },
-        "episodes": {
-            "total": len(eps),
-            "unconsolidated": len(backlog),
-            "expired": sum(1 for e in eps if e.status == "expired" or e.expires_at <= env.stamp),
-            "backlog_age_hours": None
-            if oldest is None
-            else round((env.now - parse_ts(oldest)).total_seconds() / 3600, 3),
-        },
-        "notes": {"total": sum(1 for n in recs["note"] if n.live)},
-        "damaged": damaged,
-    }
