@@ -3,7 +3,9 @@ them).
 
 Blocks run in a fresh directory with a local OpenAI-compatible server standing
 in for hosted models (``OPENAI_BASE_URL``), so ``"openai:gpt-4o-mini"`` works
-offline; ``python needs-server`` blocks get a real PostgreSQL in place of their
+offline; blocks marked ``<!-- needs-server -->`` (an HTML comment on the line
+before the fence: the site does not show it, and the fence stays a plain
+```` ```python ```` the Markdown renders) get a real PostgreSQL in place of their
 ``postgresql://`` URL. Only blocks that need a service CI cannot run are shown
 but not run, each listed below with the reason and the test that covers it.
 """
@@ -21,7 +23,9 @@ from tests.postgres_server import pg_server  # noqa: F401 - fixture
 from tests.reflection.openai_server import LocalChatServer
 
 ROOT = Path(__file__).resolve().parents[1]
-BLOCK = re.compile(r"^```python([^\n]*)\n(.*?)^```", re.S | re.M)
+BLOCK = re.compile(r"^(?:<!-- ([\w-]+) -->\n)?```python\n(.*?)^```", re.S | re.M)
+#: A fence with words after the language: the site renders it as prose.
+BAD_FENCE = re.compile(r"^ {0,3}```[\w-]+[ \t]+\S", re.M)
 
 #: (page, text in the block) of blocks shown but not run, and why.
 NOT_RUN = {
@@ -34,13 +38,19 @@ NOT_RUN = {
 def _blocks() -> list[tuple[str, int, str, str]]:
     found = []
     for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
-        if page.name == "index.md":  # the README again (checked equal by test_docs_site)
+        if page.name == "index.md":  # the README again (docs/hooks.py renders it there)
             continue
         text = page.read_text()
         for m in BLOCK.finditer(text):
             line = text[: m.start()].count("\n") + 1
-            found.append((page.name, line, m.group(1).strip(), m.group(2)))
+            found.append((page.name, line, (m.group(1) or "").strip(), m.group(2)))
     return found
+
+
+def test_no_fence_has_words_after_its_language():
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    bad = [f"{p.name}: {m.group(0)}" for p in pages for m in BAD_FENCE.finditer(p.read_text())]
+    assert not bad, f"mark blocks with <!-- marker --> on the line before instead: {bad}"
 
 
 BLOCKS = _blocks()
@@ -67,7 +77,7 @@ def test_docs_python_block_runs(
     reason = _not_run(page, code)
     if reason is not None:
         compile(code, f"{page}:{line}", "exec")  # still valid Python
-        assert info, f"{page}:{line} is not run ({reason}): mark it ```python no-run"
+        assert info, f"{page}:{line} is not run ({reason}): put <!-- no-run --> before it"
         return
     assert info in ("", "needs-server"), f"{page}:{line}: unknown block marker {info!r}"
     if info == "needs-server":

@@ -10,11 +10,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_home_page_is_the_readme():
-    readme = (ROOT / "README.md").read_text().replace("](docs/", "](")
-    assert (ROOT / "docs" / "index.md").read_text() == readme, (
-        "docs/index.md is stale: copy README.md to it with links 'docs/x.md' -> 'x.md'"
-    )
+def test_home_page_is_the_readme_not_a_copy():
+    # scripts/mkdocs_hooks.py renders README.md as the home page (see
+    # test_docs_rendered.py for what the built page shows); no copy to drift.
+    stub = (ROOT / "docs" / "index.md").read_text()
+    assert stub.startswith("<!--") and len(stub.splitlines()) == 1
 
 
 def test_site_builds_strict(tmp_path):
