@@ -28,25 +28,26 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core import messages as lc
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.store.base import BaseStore
 
-from .._langgraph import current_config, graph_store
+from .._langgraph import graph_store
 from ..engine import EngineConfig, EnginesByStore, MemoryEngine, NamespaceTemplate
 from ..engine.checks import check_int, check_text, run_config, shown
 from ..engine.requests import run_async, run_sync
 from ..errors import ConfigurationError, InvalidValueError
 from .reflection import context as cx
+from .reflection.faces import ReflectionMiddleware as _ReflectionMiddleware
 from .reflection.tokens import TokenCounter, token_counter
 
-if TYPE_CHECKING:
-    from .reflection.executor import ReflectionExecutor
-
 __all__ = ["MemoryPrompt", "ReflectionMiddleware", "with_system_block"]
+
+# Defined with the executor it serves; named here too, beside MemoryPrompt.
+ReflectionMiddleware = _ReflectionMiddleware
 
 
 def with_system_block(request: ModelRequest, block: str | None) -> ModelRequest:
@@ -241,22 +242,3 @@ class MemoryPromptMiddleware(AgentMiddleware):
         store = getattr(request.runtime, "store", None)
         block = await self.prompt.arender(query=_last_user_text(request.messages), store=store)
         return await handler(with_system_block(request, block))
-
-
-class ReflectionMiddleware(AgentMiddleware):
-    """Schedules a reflection of the conversation when a ``create_agent`` run
-    ends (``after_agent``); the reply is not delayed."""
-
-    def __init__(self, executor: ReflectionExecutor) -> None:
-        super().__init__()
-        self.executor = executor
-
-    def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        store = getattr(runtime, "store", None)
-        self.executor.submit(state["messages"], current_config(None), store=store)
-        return None
-
-    async def aafter_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        store = getattr(runtime, "store", None)
-        await self.executor.asubmit(state["messages"], current_config(None), store=store)
-        return None

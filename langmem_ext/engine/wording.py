@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import ValidationError
 from pydantic.fields import FieldInfo
@@ -25,10 +25,35 @@ from pydantic.fields import FieldInfo
 from ..errors import InvalidValueError, LangmemError
 from .checks import shown
 
-if TYPE_CHECKING:
-    from .catalogue import Spec
-
 __all__ = ["error_text", "invalid"]
+
+
+class _Param(Protocol):
+    # What the wording reads of a declared parameter (the catalogue's ``Param``).
+    @property
+    def annotation(self) -> Any: ...
+    @property
+    def field(self) -> FieldInfo: ...
+    @property
+    def meta(self) -> Any: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def public(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+
+
+class _Spec(Protocol):
+    # What the wording reads of a declared operation (the catalogue's ``Spec``);
+    # a protocol so the catalogue, which words its refusals here, is not imported.
+    @property
+    def name(self) -> str: ...
+    @property
+    def tool(self) -> str | None: ...
+    @property
+    def params(self) -> Sequence[_Param]: ...
+    def offered(self, *, admin: bool = ...) -> Sequence[_Param]: ...
 
 
 _MESSAGES = {
@@ -48,7 +73,7 @@ _MESSAGES = {
 }
 
 
-def invalid(spec: Spec[Any, Any], error: ValidationError) -> LangmemError:
+def invalid(spec: _Spec, error: ValidationError) -> LangmemError:
     """The coded error for the first problem pydantic found in an operation's
     arguments (also used by the tool surfaces, which validate with
     :meth:`Spec.tool_model`)."""
@@ -67,14 +92,12 @@ def invalid(spec: Spec[Any, Any], error: ValidationError) -> LangmemError:
         return InvalidValueError(
             f"{spec.tool or spec.name} has no parameter {where!r}; its parameters are {names}"
         )
-    from .catalogue import Meta
-
-    meta = param.meta if param else Meta()
+    error_class = param.meta.error if param else InvalidValueError
     if kind in ("literal_error", "enum"):
-        what = meta.what or where
+        what = (param.meta.what if param else None) or where
         values = _literals(param.annotation) if param else []
         allowed = ", ".join(map(str, values)) or ctx.get("expected", "")
-        return meta.error(f"unknown {what} {shown(got)}; use one of {allowed}", **{where: got})
+        return error_class(f"unknown {what} {shown(got)}; use one of {allowed}", **{where: got})
     bounds = {
         "greater_than_equal": f"must be at least {_num(ctx.get('ge'))}",
         "greater_than": f"must be more than {_num(ctx.get('gt'))}",
@@ -90,7 +113,7 @@ def invalid(spec: Spec[Any, Any], error: ValidationError) -> LangmemError:
         hint = f" ({param.description})" if param and param.description else ""
         return InvalidValueError(f"{where} is required{hint}")
     said = bounds.get(kind) or _MESSAGES.get(kind) or err["msg"][0].lower() + err["msg"][1:]
-    cls = InvalidValueError if kind in bounds or kind in _MESSAGES else meta.error
+    cls = InvalidValueError if kind in bounds or kind in _MESSAGES else error_class
     return cls(f"{where} {said}, got {shown(got)}")
 
 

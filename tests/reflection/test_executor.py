@@ -293,7 +293,7 @@ def test_shutdown_waits_at_most_its_timeout_in_all(engine, ctx):
     ex = make_executor(ScriptedExtractionModel([stuck]), engine)
     ex.submit(turn(0), config_for(ctx))
     deadline = time.monotonic() + 10
-    while not ex._running and time.monotonic() < deadline:  # the worker took the job
+    while not ex._scheduler.running and time.monotonic() < deadline:  # the worker took the job
         time.sleep(0.01)
     assert ex.shutdown(timeout=0.5) is False
     never.set()

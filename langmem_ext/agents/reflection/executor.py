@@ -4,8 +4,10 @@
 seconds after each turn (LangMem's ``after_seconds``). A new turn of the same
 thread before that moves the deadline and joins the pending reflection
 (debouncing): one reflection covers both turns, and both callers' futures get
-its result. Reflections run on one daemon worker thread (:meth:`submit`) or on
-the running event loop (:meth:`asubmit`); either way ``submit`` returns at once.
+its result. One scheduler (:mod:`.scheduler`) holds every pending reflection;
+a reflection submitted from sync code (:meth:`submit`) runs on a daemon worker
+thread, one submitted from async code (:meth:`asubmit`) on its event loop;
+either way ``submit`` returns at once.
 
 It runs either of two reflectors:
 
@@ -57,9 +59,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import contextlib
 import logging
-import threading
 import time
 import uuid
 import weakref
@@ -70,24 +70,25 @@ from datetime import datetime, timezone
 from typing import Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.store.base import BaseStore
 
 from ..._langgraph import config_runtime, graph_store
 from ...engine import EngineConfig, EnginesByStore, MemoryEngine, NamespaceTemplate
-from ...engine.checks import check_int, check_number, check_text, run_config, shown
-from ...engine.env import check_filter
+from ...engine.checks import check_int, check_number, run_config, shown
 from ...engine.requests import run_async, run_sync
 from ...errors import ConfigurationError, InvalidValueError
 from .extract import FactExtractor
-from .jobs import Job, as_current, merge_messages, messages_of, store_config
+from .faces import GraphFaces
+from .jobs import UNSET, Job, as_current, merge_messages, messages_of, store_config
 from .reflect import ReflectionSettings, reflect_steps
+from .scheduler import Scheduler
 from .screen import cut
+from .searching import MAX_DELAY, LangMemSearch, check_delay, check_parts
 
 __all__ = ["ReflectionExecutor", "ReflectionFailure"]
 
 logger = logging.getLogger("langmem_ext.agents.reflection")
-_UNSET: Any = object()
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ def _is_manager(reflector: Any) -> bool:
     return isinstance(reflector, Runnable) and not isinstance(reflector, BaseChatModel)
 
 
-class ReflectionExecutor:
+class ReflectionExecutor(LangMemSearch, GraphFaces):
     """Runs reflection in the background, debounced per thread and user.
 
     Args:
@@ -161,10 +162,10 @@ class ReflectionExecutor:
             )
         if on_exit not in ("drain", "cancel"):
             raise ConfigurationError(f"on_exit must be 'drain' or 'cancel', got {shown(on_exit)}")
-        _check_delay(delay)
+        check_delay(delay)
         check_number("exit_timeout", exit_timeout, 0.0, MAX_DELAY, ConfigurationError)
         check_int("workers", workers, 1, 64, ConfigurationError)
-        _check_parts(reflector, engine, store, settings, engine_config, default_tenant)
+        check_parts(reflector, engine, store, settings, engine_config, default_tenant)
         NamespaceTemplate(memory_namespace)
         self.workers = workers
         self.manager: Runnable | None = (
@@ -199,17 +200,15 @@ class ReflectionExecutor:
             )
         self._engine = engine or (MemoryEngine(store, cfg) if store is not None else None)
         self._engines = EnginesByStore(cfg)
-        self._cv = threading.Condition()
-        self._jobs: dict[tuple[Any, ...], Job] = {}
         self._failed: dict[tuple[Any, ...], Job] = {}
-        self._running: set[tuple[Any, ...]] = set()
-        self._tasks: dict[tuple[Any, ...], asyncio.Task[None]] = {}
-        # Set to wake an event-loop task sleeping until its deadline (a new
-        # turn moved it, or aflush wants it now).
-        self._wake: dict[tuple[Any, ...], asyncio.Event] = {}
-        self._cancelling = False
-        self._workers: list[threading.Thread] = []
         self._closed = False
+        self._scheduler = Scheduler(
+            workers=workers,
+            run_sync=self._run_sync,
+            run_async=self._run_async,
+            finished=self._finished,
+            failed=self._failed_job,
+        )
         self.failures: list[ReflectionFailure] = []
         self.results: deque[Any] = deque(maxlen=1000)
         ref = weakref.ref(self)
@@ -257,7 +256,7 @@ class ReflectionExecutor:
             raise ConfigurationError(
                 f"store must be a LangGraph BaseStore, got {type(store).__name__}"
             )
-        if thread_id is _UNSET:
+        if thread_id is UNSET:
             thread_id = (config.get("configurable") or {}).get("thread_id")
         if thread_id is not None and (
             isinstance(thread_id, bool) or not isinstance(thread_id, str | int | uuid.UUID)
@@ -266,7 +265,7 @@ class ReflectionExecutor:
                 f"thread_id must be a string, an integer or a UUID, got {shown(thread_id)}"
             )
         thread = str(thread_id) if thread_id is not None else "default"
-        wait = self.delay if delay is None else _check_delay(delay)
+        wait = self.delay if delay is None else check_delay(delay)
         due = time.monotonic() + wait
         store = store or self._store or getattr(config_runtime(config), "store", None)
         if self.manager is not None:
@@ -292,12 +291,11 @@ class ReflectionExecutor:
         return Job(key, "model", thread, messages, due, mode, config, engine=engine, ctx=ctx)
 
     def _enqueue(self, job: Job) -> Job:
-        with self._cv:
-            for earlier in (self._failed.pop(job.key, None), self._jobs.get(job.key)):
-                if earlier is not None:
-                    job.absorb(earlier)
-            self._jobs[job.key] = job
-            self._cv.notify_all()
+        with self._scheduler.cv:
+            failed = self._failed.pop(job.key, None)
+        if failed is not None:
+            job.absorb(failed)
+        self._scheduler.add(job, merge=Job.absorb)
         return job
 
     # -- running one job -------------------------------------------------------------
@@ -331,16 +329,16 @@ class ReflectionExecutor:
         logger.error(
             "reflection of thread %s failed; its turns stay pending: %s", job.thread_id, cut(str(e))
         )
-        with self._cv:
+        with self._scheduler.cv:
             self.failures.append(ReflectionFailure(job.thread_id, e, datetime.now(timezone.utc)))
-            if job.key in self._jobs:  # a newer turn arrived meanwhile: it covers these too
-                newer = self._jobs[job.key]
+            newer = self._scheduler.jobs.get(job.key)
+            if newer is not None:  # a newer turn arrived meanwhile: it covers these too
                 newer.messages = merge_messages(job.messages, newer.messages)
             else:
                 self._failed[job.key] = job
         job.settle(error=e)
 
-    # -- thread mode ---------------------------------------------------------------
+    # -- submitting, waiting, stopping ------------------------------------------------
 
     def submit(
         self,
@@ -348,7 +346,7 @@ class ReflectionExecutor:
         config: RunnableConfig | None = None,
         *,
         after_seconds: float | None = None,
-        thread_id: Any = _UNSET,
+        thread_id: Any = UNSET,
         store: BaseStore | None = None,
         delay: float | None = None,
     ) -> Future[Any]:
@@ -370,102 +368,63 @@ class ReflectionExecutor:
             A future with the reflection's result (a :class:`ReflectionResult`,
             or the store manager's output), or its error.
         """
-        fut: Future[Any] = Future()
         wait = after_seconds if after_seconds is not None else delay
-        job = self._job(payload, config, store, wait, thread_id, "thread")
+        return self._submit(self._job(payload, config, store, wait, thread_id, "thread"))
+
+    async def asubmit(
+        self,
+        payload: Any,
+        config: RunnableConfig | None = None,
+        *,
+        after_seconds: float | None = None,
+        thread_id: Any = UNSET,
+        store: BaseStore | None = None,
+        delay: float | None = None,
+    ) -> Future[Any]:
+        """:meth:`submit` from async code: the reflection runs on this event loop
+        (async stores and models). Pending reflections survive the loop's end:
+        they move to the worker thread."""
+        wait = after_seconds if after_seconds is not None else delay
+        job = self._job(payload, config, store, wait, thread_id, "loop")
+        job.loop = asyncio.get_running_loop()
+        return self._submit(job)
+
+    def _submit(self, job: Job) -> Future[Any]:
+        fut: Future[Any] = Future()
         job.futures.append(fut)
         self._enqueue(job)
-        self._ensure_worker()
         return fut
 
-    def _next_due(self) -> tuple[Job | None, float | None]:
-        jobs = [j for j in self._jobs.values() if j.mode == "thread" and j.key not in self._running]
-        if not jobs:
-            return None, None
-        # Fairness: a user whose reflection is already running waits behind
-        # other users' due work, so one user's slow or stuck call cannot
-        # starve everyone else of the other workers.
-        busy = {_owner(k) for k in self._running}
-        job = min(jobs, key=lambda j: (_owner(j.key) in busy, j.due))
-        wait = job.due - time.monotonic()
-        return (job, None) if wait <= 0 else (None, wait)
-
-    def _work(self) -> None:
-        # A few workers: reflections of one thread never overlap (a job's key is
-        # running at most once), a stuck model call blocks one worker only, and
-        # a slow model is never called by more than ``workers`` threads at once.
-        while True:
-            with self._cv:
-                while True:
-                    if self._closed and not any(j.mode == "thread" for j in self._jobs.values()):
-                        return
-                    job, wait = self._next_due()
-                    if job is not None:
-                        break
-                    self._cv.wait(wait)
-                del self._jobs[job.key]
-                self._running.add(job.key)
-            try:
-                result = self._run_sync(job)
-            except BaseException as e:  # recorded, never raised into the daemon thread
-                self._failed_job(job, e)
-            else:
-                self._finished(job, result)
-            finally:
-                with self._cv:
-                    self._running.discard(job.key)
-                    self._cv.notify_all()
-
     def retry_failed(self) -> int:
-        """Schedule the failed reflections again, now; returns how many.
-        (Event-loop ones need a running loop: call it from async code.)"""
-        with self._cv:
+        """Schedule the failed reflections again, now; returns how many."""
+        with self._scheduler.cv:
             failed, self._failed = list(self._failed.values()), {}
         for job in failed:
             job.due = time.monotonic()
             self._enqueue(job)
-            if job.mode == "thread":
-                self._ensure_worker()
-            else:
-                self._ensure_task(job)
         return len(failed)
-
-    def _ensure_worker(self) -> None:
-        with self._cv:
-            self._workers = [w for w in self._workers if w.is_alive()]
-            while len(self._workers) < self.workers:
-                worker = threading.Thread(
-                    target=self._work,
-                    name=f"langmem-ext-reflection-{len(self._workers)}",
-                    daemon=True,
-                )
-                self._workers.append(worker)
-                worker.start()
 
     @property
     def pending(self) -> int:
         """Threads with a reflection scheduled or running."""
-        with self._cv:
-            return len(self._jobs) + len(self._running)
+        with self._scheduler.cv:
+            return len(self._scheduler.jobs) + len(self._scheduler.running)
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Run every pending thread-mode reflection now and wait for them;
-        True when none is left (False on timeout)."""
+        """Run every pending reflection now and wait for them; True when none is
+        left (False on timeout)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        return self._drain(deadline)
+        return self._scheduler.drain(deadline)
 
-    def _drain(self, deadline: float | None) -> bool:
-        with self._cv:
-            for job in self._jobs.values():
-                if job.mode == "thread":
-                    job.due = 0.0
-            self._cv.notify_all()
-            while any(j.mode == "thread" for j in self._jobs.values()) or self._running:
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                self._cv.wait(left)
-        return True
+    async def aflush(self) -> None:
+        """Run the reflections submitted from this event loop now and wait for them."""
+        here = asyncio.get_running_loop()
+        with self._scheduler.cv:
+            keys = [
+                k for k, j in self._scheduler.jobs.items() if j.mode == "loop" and j.loop is here
+            ]
+            keys += list(self._scheduler.running)
+        await asyncio.to_thread(self._scheduler.drain, None, keys)
 
     def shutdown(
         self,
@@ -482,31 +441,38 @@ class ReflectionExecutor:
             cancel_pending: drop the pending reflections instead (their turns
                 are reflected by the thread's next reflection, in a graph);
                 ``cancel_futures`` is LangMem's name for it.
-            timeout: the most seconds to wait in all; the daemon worker is
+            timeout: the most seconds to wait in all; the daemon workers are
                 abandoned after it, so shutdown never hangs.
 
         Returns:
             True when nothing was left pending or running.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._cv:
+        sched = self._scheduler
+        with sched.cv:
             if cancel_pending or cancel_futures:
-                for key in [k for k, j in self._jobs.items() if j.mode == "thread"]:
+                for key in list(sched.jobs):
                     logger.info("cancelled the pending reflection of thread %s", key[-1])
-                    for fut in self._jobs.pop(key).futures:
+                    for fut in sched.jobs.pop(key).futures:
                         fut.cancel()
-            self._closed = True
-            self._cv.notify_all()
-        drained = self._drain(deadline) if wait else not self._jobs
+            self._closed = sched.closed = True
+            sched.cv.notify_all()
+        drained = sched.drain(deadline) if wait else not sched.jobs
         if wait:
-            for worker in self._workers:
-                left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                worker.join(left)
+            sched.join(deadline)
         atexit.unregister(self._atexit)
         return drained
 
+    async def ashutdown(self, *, cancel_pending: bool = False) -> None:
+        """:meth:`shutdown` from async code: drain (or cancel) the pending
+        reflections without blocking the event loop."""
+        if cancel_pending:
+            self._scheduler.cancel_running_on_loops()
+        await asyncio.to_thread(self.shutdown, cancel_pending=cancel_pending)
+
     def _at_exit(self) -> None:
-        if not self._closed or self._jobs or self._running:
+        sched = self._scheduler
+        if not self._closed or sched.jobs or sched.running:
             self.shutdown(cancel_pending=self.on_exit == "cancel", timeout=self.exit_timeout)
 
     def __enter__(self) -> ReflectionExecutor:
@@ -514,270 +480,3 @@ class ReflectionExecutor:
 
     def __exit__(self, *exc: Any) -> None:
         self.shutdown()
-
-    # -- event-loop mode --------------------------------------------------------------
-
-    async def asubmit(
-        self,
-        payload: Any,
-        config: RunnableConfig | None = None,
-        *,
-        after_seconds: float | None = None,
-        thread_id: Any = _UNSET,
-        store: BaseStore | None = None,
-        delay: float | None = None,
-    ) -> Future[Any]:
-        """:meth:`submit` on the running event loop (async stores and models).
-        Pending reflections survive the loop's end: they move to the worker thread."""
-        fut: Future[Any] = Future()
-        wait = after_seconds if after_seconds is not None else delay
-        job = self._job(payload, config, store, wait, thread_id, "loop")
-        job.futures.append(fut)
-        self._ensure_task(self._enqueue(job))
-        return fut
-
-    def _ensure_task(self, job: Job) -> None:
-        task = self._tasks.get(job.key)
-        if task is None or task.done():
-            self._wake[job.key] = asyncio.Event()
-            self._tasks[job.key] = asyncio.get_running_loop().create_task(self._arun(job.key))
-        else:
-            self._wake[job.key].set()
-
-    async def _arun(self, key: tuple[Any, ...]) -> None:
-        try:
-            await self._aloop(key)
-        except asyncio.CancelledError:
-            if not self._cancelling:
-                self._hand_over(key)
-            raise
-
-    def _hand_over(self, key: tuple[Any, ...]) -> None:
-        """The loop is going away with this thread's reflection pending: run it
-        on the worker thread instead (drained at exit)."""
-        with self._cv:
-            job = self._jobs.get(key)
-            if job is None or job.mode != "loop":
-                return
-            job.mode = "thread"
-            job.due = time.monotonic()
-            self._cv.notify_all()
-        logger.info("event loop closed; reflection of thread %s moves to the worker", key[-1])
-        self._ensure_worker()
-
-    async def _aloop(self, key: tuple[Any, ...]) -> None:
-        while True:
-            with self._cv:
-                job = self._jobs.get(key)
-                if job is None or job.mode != "loop":
-                    return
-                wait = job.due - time.monotonic()
-                if wait <= 0 and key not in self._running:
-                    del self._jobs[key]
-                    self._running.add(key)
-            if wait > 0 or key not in self._running:
-                wake = self._wake[key]
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(wake.wait(), max(wait, 0.01))
-                wake.clear()
-                continue
-            try:
-                result = await self._run_async(job)
-            except asyncio.CancelledError:
-                # Cancelled mid-run: the turns go back to pending (and, when the
-                # loop is closing, on to the worker thread).
-                with self._cv:
-                    self._running.discard(key)
-                    if key in self._jobs:
-                        self._jobs[key].absorb(job)
-                    else:
-                        self._jobs[key] = job
-                raise
-            except Exception as e:
-                self._failed_job(job, e)
-            else:
-                self._finished(job, result)
-            finally:
-                with self._cv:
-                    self._running.discard(key)
-                    self._cv.notify_all()
-
-    async def aflush(self) -> None:
-        """Run every pending event-loop reflection now and wait for them."""
-        with self._cv:
-            for job in self._jobs.values():
-                if job.mode == "loop":
-                    job.due = 0.0
-                    if job.key in self._wake:
-                        self._wake[job.key].set()
-        tasks = [t for t in self._tasks.values() if not t.done()]
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-    async def ashutdown(self, *, cancel_pending: bool = False) -> None:
-        """Drain (or cancel) the event-loop reflections, then :meth:`shutdown`."""
-        if cancel_pending:
-            self._cancelling = True
-            with self._cv:
-                for key in [k for k, j in self._jobs.items() if j.mode == "loop"]:
-                    for fut in self._jobs.pop(key).futures:
-                        fut.cancel()
-            for task in self._tasks.values():
-                task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.gather(*self._tasks.values(), return_exceptions=True)
-        else:
-            await self.aflush()
-        await asyncio.to_thread(self.shutdown, cancel_pending=cancel_pending)
-
-    # -- direct runs ------------------------------------------------------------------
-
-    def reflect(
-        self, payload: Any, config: RunnableConfig | None = None, *, store: BaseStore | None = None
-    ) -> Any:
-        """Reflect now, in this thread (no scheduling); raises on failure."""
-        return self._run_sync(self._job(payload, config, store, 0, _UNSET, "thread"))
-
-    async def areflect(
-        self, payload: Any, config: RunnableConfig | None = None, *, store: BaseStore | None = None
-    ) -> Any:
-        """Async :meth:`reflect`."""
-        return await self._run_async(self._job(payload, config, store, 0, _UNSET, "loop"))
-
-    # -- LangMem's search ----------------------------------------------------------------
-
-    def search(
-        self,
-        query: str | None = None,
-        *,
-        filter: dict[str, Any] | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        namespace: str | tuple[str, ...] | None = None,
-        config: RunnableConfig | None = None,
-    ) -> list[dict[str, Any]]:
-        """Search the memories this executor writes (LangMem's form): the
-        manager's namespace, or the caller's own memories; items as dicts."""
-        store, ns = self._search_target(namespace, config, query, filter, (limit, offset))
-        items = store.search(ns, query=query, filter=filter, limit=limit, offset=offset)
-        return [it.dict() for it in items]
-
-    async def asearch(
-        self,
-        query: str | None = None,
-        *,
-        filter: dict[str, Any] | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        namespace: str | tuple[str, ...] | None = None,
-        config: RunnableConfig | None = None,
-    ) -> list[dict[str, Any]]:
-        """Async :meth:`search`."""
-        store, ns = self._search_target(namespace, config, query, filter, (limit, offset))
-        items = await store.asearch(ns, query=query, filter=filter, limit=limit, offset=offset)
-        return [it.dict() for it in items]
-
-    def _search_target(
-        self, namespace: Any, config: RunnableConfig | None, query: Any, filter: Any, page: Any
-    ) -> tuple[BaseStore, tuple[str, ...]]:
-        if query is not None and not isinstance(query, str):
-            raise InvalidValueError(f"query must be text or None, got {shown(query)}")
-        check_filter(filter)
-        check_int("limit", page[0], 1, MAX_PAGE)
-        check_int("offset", page[1], 0, MAX_PAGE)
-        labels = (namespace,) if isinstance(namespace, str) else namespace
-        if namespace is not None and not (
-            isinstance(labels, tuple)
-            and labels
-            and all(isinstance(x, str) and x and "." not in x and "\x00" not in x for x in labels)
-        ):
-            raise InvalidValueError(
-                f"namespace must be a tuple of labels such as ('memories', 'ada'), "
-                f"got {shown(namespace)}"
-            )
-        config = run_config(config)
-        store = self._store or getattr(config_runtime(config), "store", None) or graph_store()
-        if store is None and self._engine is not None:
-            store = self._engine.store
-        if store is None:
-            raise ConfigurationError(
-                "ReflectionExecutor has no store to search: create it with store=..."
-            )
-        if namespace is not None:
-            return store, namespace if isinstance(namespace, tuple) else (namespace,)
-        if self.manager is not None:
-            ns = self.manager.namespace(store_config(config, store))  # type: ignore[attr-defined]
-            return store, tuple(ns)
-        engine = self.engine_for(store)
-        ctx = engine.context(
-            config, namespace=self.memory_namespace, default_tenant=self.default_tenant
-        )
-        return store, engine.env(ctx).layer("user").ns
-
-    # -- graph faces --------------------------------------------------------------------
-
-    def as_node(self) -> RunnableLambda:
-        """A LangGraph node to add after the agent node: schedules a reflection
-        of the state's messages and returns no update (the reply is not delayed).
-        Sync graphs use the worker thread, async graphs the event loop."""
-
-        def reflect_node(state: Any, config: RunnableConfig) -> dict[str, Any]:
-            self.submit(state, config)
-            return {}
-
-        async def areflect_node(state: Any, config: RunnableConfig) -> dict[str, Any]:
-            await self.asubmit(state, config)
-            return {}
-
-        return RunnableLambda(reflect_node, afunc=areflect_node, name="reflect")
-
-    def middleware(self) -> Any:
-        """Middleware for LangChain's ``create_agent``: reflects after each run."""
-        from ..middleware import ReflectionMiddleware
-
-        return ReflectionMiddleware(self)
-
-
-def _owner(key: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Whose reflection a job key is (everything but the thread id)."""
-    return key[:-1]
-
-
-#: The longest debounce delay accepted, in seconds (a week): longer waits are
-#: mistakes, and a timeout beyond the platform's limit would kill the worker.
-MAX_DELAY = 7 * 24 * 3600.0
-#: The largest limit or offset of :meth:`ReflectionExecutor.search`.
-MAX_PAGE = 10_000
-
-
-def _check_delay(delay: Any) -> float:
-    return check_number("delay", delay, 0.0, MAX_DELAY, ConfigurationError)
-
-
-def _check_parts(
-    reflector: Any,
-    engine: Any,
-    store: Any,
-    settings: Any,
-    engine_config: Any,
-    default_tenant: Any,
-) -> None:
-    """The executor's collaborators, checked when it is created."""
-    if reflector is not None and not isinstance(
-        reflector, str | BaseChatModel | FactExtractor | Runnable
-    ):
-        raise ConfigurationError(
-            "the reflector must be a chat model, a 'provider:model' string, a FactExtractor "
-            f"or a store manager, got {type(reflector).__name__}"
-        )
-    for name, value, kind in (
-        ("engine", engine, MemoryEngine),
-        ("store", store, BaseStore),
-        ("settings", settings, ReflectionSettings),
-        ("engine_config", engine_config, EngineConfig),
-    ):
-        if value is not None and not isinstance(value, kind):
-            raise ConfigurationError(
-                f"{name} must be a {kind.__name__} or None, got {type(value).__name__}"
-            )
-    check_text("default_tenant", default_tenant, optional=True, error=ConfigurationError)

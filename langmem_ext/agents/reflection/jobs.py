@@ -34,6 +34,9 @@ from ...engine import MemoryContext, MemoryEngine
 from ...engine.checks import shown
 from ...errors import InvalidValueError
 
+# "No thread id given" — distinct from an explicit None, which means no thread.
+UNSET: Any = object()
+
 __all__ = ["Job", "as_current", "merge_messages", "messages_of", "store_config"]
 
 
@@ -53,12 +56,15 @@ class Job:
     store: BaseStore | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     futures: list[Future[Any]] = field(default_factory=list)
+    #: The event loop a ``loop`` job was submitted from (where it runs).
+    loop: Any = None
 
     def absorb(self, earlier: Job) -> None:
         """Take over an earlier pending job of the same thread: its messages come
         first, and its callers get this job's result."""
         self.messages = merge_messages(earlier.messages, self.messages)
         self.futures = [*earlier.futures, *self.futures]
+        self.loop = self.loop or earlier.loop
 
     def payload(self) -> dict[str, Any]:
         """What a manager is called with: the messages and the payload's other keys."""
