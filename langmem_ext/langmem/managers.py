@@ -1,5 +1,6 @@
 """LangMem's memory manager and thread extractor, on trustcall where the model
-server accepts it and on one plain call where it does not.
+server accepts it and on one plain call where it does not: the structured-output
+strategy reflection uses too (:mod:`langmem_ext.agents.reflection.calls`).
 
 :func:`create_memory_manager` and :func:`create_thread_extractor` have
 LangMem's names, signatures and return shapes (``ExtractedMemory(id,
@@ -22,7 +23,9 @@ there rarely call a tool nobody named, so trustcall's first call would quietly
 extract nothing). When a server rejects trustcall's tool shape
 (``NotImplementedError``, or an HTTP 400/404/422/500/501 that is not a context
 overflow), the manager switches to ``"tool"`` for good, logged once; a server
-that rejects tools altogether moves on to ``"json"``.
+that rejects tools altogether moves on to ``"json"``. A reply cut off at the
+output cap (``max_tokens``) is asked again for fewer, shorter memories; every
+call has a time limit (``timeout``) and runs without the caller's callbacks.
 
 Examples:
     >>> from langmem_ext.testing.chat import ScriptedExtractionModel
@@ -36,20 +39,29 @@ Examples:
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
-import threading
 import uuid
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, convert_to_messages
+from langchain_core.messages import AnyMessage, convert_to_messages
 from langchain_core.messages.utils import merge_message_runs
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, Field, ValidationError
 
-from ..engine.requests import Call, Operation, run_async, run_sync
+from ..agents.reflection.calls import (
+    MalformedOutput,
+    ModelCalls,
+    OnModelCalls,
+    Shape,
+    classify,
+    decode,
+)
+from ..agents.reflection.screen import cut, examples_in, is_example
+from ..engine.requests import Operation, run_async, run_sync
 from ..errors import ConfigurationError, ExtractionError
 
 __all__ = [
@@ -69,7 +81,6 @@ Method = Literal["auto", "trustcall", "tool", "json"]
 TOOL_NAME = "manage_memories"
 # HTTP statuses with which servers reject a request shape they do not support.
 _SHAPE_STATUS = frozenset({400, 404, 422, 500, 501})
-_OVERFLOW_WORDS = ("context", "too long", "maximum", "exceed", "n_ctx", "length")
 
 
 class Memory(BaseModel):
@@ -118,13 +129,10 @@ def rejects_tool_shape(error: BaseException) -> bool:
         ...     "This model's maximum context length is 4096 tokens"))
         False
     """
-    if isinstance(error, NotImplementedError):
-        return True
-    status = getattr(error, "status_code", None)
-    if status not in _SHAPE_STATUS:
-        return False
-    text = str(error).lower()
-    return not (status == 400 and any(w in text for w in _OVERFLOW_WORDS))
+    cause = classify(error)
+    return cause == "unsupported" or (
+        cause == "error" and getattr(error, "status_code", None) in _SHAPE_STATUS
+    )
 
 
 def conversation(messages: Sequence[Any]) -> str:
@@ -159,7 +167,7 @@ class _Existing(NamedTuple):
     content: Any
 
 
-class MemoryManager(Runnable[dict[str, Any], list[ExtractedMemory]]):
+class MemoryManager(OnModelCalls, Runnable[dict[str, Any], list[ExtractedMemory]]):
     """LangMem's memory manager (see :func:`create_memory_manager`)."""
 
     def __init__(
@@ -172,6 +180,8 @@ class MemoryManager(Runnable[dict[str, Any], list[ExtractedMemory]]):
         enable_updates: bool = True,
         enable_deletes: bool = False,
         method: Method = "auto",
+        max_tokens: int | None = None,
+        timeout: float | None = None,
     ) -> None:
         if method not in ("auto", "trustcall", "tool", "json"):
             raise ConfigurationError(
@@ -181,7 +191,6 @@ class MemoryManager(Runnable[dict[str, Any], list[ExtractedMemory]]):
             raise ConfigurationError(
                 "enable at least one of enable_inserts, enable_updates and enable_deletes"
             )
-        self._model = model
         self.schemas = tuple(schemas or (Memory,))
         for s in self.schemas:
             if not (isinstance(s, type) and issubclass(s, BaseModel)):
@@ -192,32 +201,31 @@ class MemoryManager(Runnable[dict[str, Any], list[ExtractedMemory]]):
         self.enable_updates = enable_updates
         self.enable_deletes = enable_deletes
         self.method = method
-        self._shape: Literal["trustcall", "tool", "json"] | None = (
-            None if method == "auto" else method
+        self._calls = ModelCalls(
+            model,
+            method=method,
+            shapes=("trustcall", "tool", "json"),
+            max_tokens=max_tokens,
+            timeout=timeout,
+            name=TOOL_NAME,
         )
-        self.calls = 0
-        self._lock = threading.Lock()
 
     @property
-    def shape(self) -> Literal["trustcall", "tool", "json"]:
+    def shape(self) -> Shape:
         """The call shape the next step uses (see the module docs)."""
-        if self._shape is None:
-            self._shape = "tool" if _local_server(self.model) else "trustcall"
-        return self._shape
+        return self._calls.shape
 
     @shape.setter
-    def shape(self, value: Literal["trustcall", "tool", "json"]) -> None:
-        self._shape = value
+    def shape(self, value: Shape) -> None:
+        self._calls.shape = value
 
-    @property
-    def model(self) -> BaseChatModel:
-        """The chat model (a ``"provider:model"`` string is resolved on first use)."""
-        with self._lock:
-            if isinstance(self._model, str):
-                from langchain.chat_models import init_chat_model
-
-                self._model = init_chat_model(self._model)
-            return self._model
+    @functools.cached_property
+    def examples(self) -> frozenset[str]:
+        """The example texts of the instructions and schemas (a memory equal to
+        one is the model copying the request: dropped, as in reflection)."""
+        return examples_in(
+            self.instructions, *(json.dumps(s.model_json_schema()) for s in self.schemas)
+        )
 
     # -- the Runnable faces ------------------------------------------------------------
 
@@ -288,59 +296,36 @@ class MemoryManager(Runnable[dict[str, Any], list[ExtractedMemory]]):
         config: RunnableConfig | None,
     ) -> Operation[dict[str, BaseModel] | None]:
         while True:
-            shape = self.shape
             try:
-                if shape == "trustcall":
-                    return (yield from self._trustcall(transcript, existing, config))
-                return (yield from self._plain(shape, transcript, existing, config))
+                if self.shape == "trustcall":
+                    return (yield from self._trustcall(transcript, existing))
+                return (yield from self._plain(transcript, existing))
             except Exception as e:
-                if self.method != "auto" or not rejects_tool_shape(e) or shape == "json":
+                if not self._calls.fall_back(e):
                     raise
-                nxt: Literal["tool", "json"] = "tool" if shape == "trustcall" else "json"
-                logger.warning(
-                    "the model server rejected %s's request shape (%s); managing memories "
-                    "with %s calls from now on",
-                    shape,
-                    _short(e),
-                    "named-tool" if nxt == "tool" else "JSON-output",
-                )
-                self.shape = nxt
-
-    def _call(self, runnable: Any, payload: Any, config: RunnableConfig | None) -> Call:
-        def sync() -> Any:
-            self._count()
-            return runnable.invoke(payload, config)
-
-        async def async_() -> Any:
-            self._count()
-            return await runnable.ainvoke(payload, config)
-
-        return Call(sync, async_)
-
-    def _count(self) -> None:
-        with self._lock:
-            self.calls += 1
 
     # -- trustcall ----------------------------------------------------------------------
 
     def _trustcall(
-        self, transcript: str, existing: list[_Existing], config: RunnableConfig | None
+        self, transcript: str, existing: list[_Existing]
     ) -> Operation[dict[str, BaseModel] | None]:
         from trustcall import create_extractor
 
-        extractor = create_extractor(
-            self.model,
-            tools=list(self.schemas),
-            enable_inserts=self.enable_inserts,
-            enable_updates=self.enable_updates,
-            enable_deletes=self.enable_deletes,
-            existing_schema_policy=False,
-        )
+        def extractor() -> Any:
+            return create_extractor(
+                self.model,
+                tools=list(self.schemas),
+                enable_inserts=self.enable_inserts,
+                enable_updates=self.enable_updates,
+                enable_deletes=self.enable_deletes,
+                existing_schema_policy=False,
+            )
+
         payload = {
             "messages": self._prompt(transcript, None),
             "existing": [(e.id, e.kind, _plain_content(e.content)) for e in existing],
         }
-        response = yield self._call(extractor, payload, config)
+        response = yield self._calls.call(extractor, payload)
         out: dict[str, BaseModel] = {}
         for r, meta in zip(response["responses"], response["response_metadata"], strict=False):
             if type(r).__name__ == "RemoveDoc":
@@ -426,49 +411,34 @@ class MemoryManager(Runnable[dict[str, Any], list[ExtractedMemory]]):
         }
 
     def _plain(
-        self,
-        shape: str,
-        transcript: str,
-        existing: list[_Existing],
-        config: RunnableConfig | None,
+        self, transcript: str, existing: list[_Existing]
     ) -> Operation[dict[str, BaseModel] | None]:
-        json_mode = shape == "json"
-        model = self.model
-        if json_mode:
-            from langchain_openai.chat_models.base import BaseChatOpenAI
-
-            runnable: Any = (
-                model.bind(response_format={"type": "json_object"})
-                if isinstance(model, BaseChatOpenAI)
-                else model
-            )
-        else:
-            runnable = model.bind_tools([self._tool()], tool_choice=TOOL_NAME)
+        json_mode = self.shape == "json"
+        tool = None if json_mode else self._tool()
         note = self._shape_note(existing, json_mode)
         feedback: str | None = None
         for _ in range(2):
             prompt = self._prompt(transcript, note + (f"\n\n{feedback}" if feedback else ""))
-            reply = yield self._call(runnable, prompt, config)
+            reply = yield self._calls.call(lambda: self._calls.bound(tool), prompt)
             try:
                 return self._read(reply, existing)
             except ValueError as e:
                 # Say what was wrong, briefly: quoting a broken reply back could
                 # overflow a small model's context.
-                feedback = f"Your previous answer was invalid: {_short(e, 300)}. Answer again."
-                logger.warning("invalid memory manager output, asking again: %s", _short(e))
+                if isinstance(e, MalformedOutput) and e.truncated:
+                    feedback = (
+                        "Your previous answer was cut off at the output limit. Answer again "
+                        "with fewer memories, each a few words long."
+                    )
+                else:
+                    feedback = f"Your previous answer was invalid: {cut(e, 300)}. Answer again."
+                logger.warning("invalid memory manager output, asking again: %s", cut(e, 160))
         raise ExtractionError(
             f"the model's memory changes were invalid twice ({feedback}); nothing was changed",
         )
 
     def _read(self, reply: Any, existing: list[_Existing]) -> dict[str, BaseModel]:
-        raw: Any = None
-        if isinstance(reply, AIMessage):
-            for tc in reply.tool_calls:
-                if tc["name"] == TOOL_NAME:
-                    raw = tc["args"]
-        if raw is None:
-            text = reply.text if isinstance(getattr(reply, "text", None), str) else str(reply)
-            raw = _json_in(text)
+        raw = decode(reply, TOOL_NAME, max_tokens=self._calls.max_tokens)
         if not isinstance(raw, dict) or not isinstance(raw.get("memories"), list):
             raise ValueError("expected an object with a 'memories' list")
         known = {e.id for e in existing}
@@ -489,6 +459,11 @@ class MemoryManager(Runnable[dict[str, Any], list[ExtractedMemory]]):
                 value = schema.model_validate(content)
             except ValidationError as e:
                 raise ValueError(f"memory {n}: {e.errors()[0]['msg']}") from None
+            texts = [v for v in value.model_dump().values() if isinstance(v, str)]
+            if any(is_example(t, self.examples) for t in texts):
+                # The model copied the request's example text, not the user.
+                logger.warning("dropped a memory that is example text: %s", cut(texts, 160))
+                continue
             mid = item.get("id")
             if mid and mid in known:
                 if self.enable_updates:
@@ -542,6 +517,8 @@ def create_memory_manager(
     enable_updates: bool = True,
     enable_deletes: bool = False,
     method: Method = "auto",
+    max_tokens: int | None = None,
+    timeout: float | None = None,
 ) -> MemoryManager:
     """LangMem's ``create_memory_manager``: memories from a conversation.
 
@@ -554,6 +531,10 @@ def create_memory_manager(
         enable_deletes: the model may remove memories.
         method: ``"auto"`` (see the module docs), ``"trustcall"``, ``"tool"``
             or ``"json"``.
+        max_tokens: output cap of each named-tool or JSON call (None: the
+            model's own setting); a reply cut off there is asked again for
+            fewer memories. Small local models: 512 to 1024.
+        timeout: seconds each call may take (None: no limit).
 
     Returns:
         A runnable: ``invoke({"messages", "existing"?, "max_steps"?})`` (or
@@ -576,6 +557,8 @@ def create_memory_manager(
         enable_updates=enable_updates,
         enable_deletes=enable_deletes,
         method=method,
+        max_tokens=max_tokens,
+        timeout=timeout,
     )
 
 
@@ -628,31 +611,5 @@ def create_thread_extractor(
     return _ThreadExtractor(model, schema or SummarizeThread, instructions)
 
 
-def _local_server(model: Any) -> bool:
-    """An OpenAI-compatible chat model pointed at a server other than OpenAI's."""
-    from langchain_openai.chat_models.base import BaseChatOpenAI
-
-    if not isinstance(model, BaseChatOpenAI):
-        return False
-    base = str(getattr(model, "openai_api_base", None) or "")
-    return bool(base) and "api.openai.com" not in base and "azure" not in base
-
-
 def _plain_content(content: Any) -> Any:
     return content.model_dump(mode="json") if isinstance(content, BaseModel) else content
-
-
-def _json_in(text: str) -> Any:
-    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
-    if start < 0:
-        raise ValueError("the reply holds no JSON and no tool call")
-    try:
-        value, _ = json.JSONDecoder().raw_decode(text[start:])
-    except json.JSONDecodeError as e:
-        raise ValueError(f"invalid JSON in the reply ({e.msg})") from None
-    return value
-
-
-def _short(e: BaseException | str, n: int = 160) -> str:
-    text = str(e)
-    return text if len(text) <= n else text[: n - 3] + "..."

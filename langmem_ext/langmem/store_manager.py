@@ -304,7 +304,7 @@ class MemoryStoreManager(Runnable[dict[str, Any], list[dict[str, Any]]]):
         config: RunnableConfig,
     ) -> Operation[list[ExtractedMemory]]:
         manager = MemoryManager(
-            self.manager._model,
+            self.manager.model,
             schemas=self.schemas,
             instructions=phase.get(
                 "instructions",
@@ -313,6 +313,8 @@ class MemoryStoreManager(Runnable[dict[str, Any], list[dict[str, Any]]]):
             enable_inserts=phase.get("enable_inserts", True),
             enable_deletes=phase.get("enable_deletes", True),
             method=self.phase_settings["method"],  # type: ignore[arg-type]
+            max_tokens=self.manager.max_tokens,
+            timeout=self.manager.timeout,
         )
         current = [m for m in extracted if not isinstance(m.content, RemoveDoc)]
         removed = {m.id: m for m in extracted if isinstance(m.content, RemoveDoc)}

@@ -32,6 +32,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
 __all__ = ["ScriptedExtractionModel", "UnsupportedRequest", "facts_call"]
@@ -76,7 +77,8 @@ class ScriptedExtractionModel(BaseChatModel):
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
         if not self.supports_tools:
             raise NotImplementedError("this model does not call tools")
-        return self.bind(**kwargs)
+        # The tools are kept in the bound arguments (``bound``), as a server sees them.
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
     def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
         self.calls += 1

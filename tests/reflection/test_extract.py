@@ -94,7 +94,7 @@ GOOD = [("Lives in Berlin", "context", 0.9)]
     ("bad", "logged"),
     [
         ("this is not json", "the reply holds no JSON"),
-        ('{"facts": [{"content": "x", ', "invalid JSON"),
+        ('{"facts": [{"content": "x",}]}', "invalid JSON"),
         ('{"memories": []}', "no 'facts' list"),
         ('{"facts": "Lives in Berlin"}', "'facts' must be a list"),
         (
@@ -212,6 +212,26 @@ def test_related_facts_are_shown_and_corrections_supersede(engine, ctx, reflect)
     assert result.superseded == [old.id]
     assert contents(engine, ctx) == ["Lives in Munich"]
     assert engine.get(ctx, old.id).superseded_by == result.added[0].id
+
+
+@pytest.mark.parametrize(
+    ("named", "applied"),
+    [(1, True), ("1", True), ("[1]", True), ("lives in berlin", True), (2, False), ("x", False)],
+)
+def test_a_correction_may_name_the_known_fact_by_number_or_text(
+    engine, ctx, reflect, named, applied
+):
+    """What a small model can copy: the number before a known fact, or its text."""
+    old = engine.add_fact(ctx, "Lives in Berlin", "context", 0.9)
+    fact = {"content": "Lives in Munich", "category": "correction", "confidence": 0.95}
+    model = ScriptedExtractionModel([[{**fact, "replaces": named}]])
+    turn = [HumanMessage("Actually I live in Munich now, not Berlin", id="h5")]
+    result = reflect(make_executor(model, engine), turn, config_for(ctx))
+    assert f"1. id={old.id}" in model.seen[0][0].content
+    assert (result.superseded == [old.id]) is applied
+    assert result.unknown_replaces == ([] if applied else [str(named)])
+    expected = ["Lives in Munich"] if applied else ["Lives in Berlin", "Lives in Munich"]
+    assert sorted(contents(engine, ctx)) == expected
 
 
 def test_the_cursor_sends_only_new_turns(engine, ctx, reflect, store):

@@ -6,7 +6,9 @@ longer than the context, streaming callers, slow servers."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import re
 import time
 from typing import Any
 
@@ -171,20 +173,22 @@ def test_an_unknown_replaces_is_logged_and_the_old_fact_stays(
         result = reflect(ex, [*BERLIN, *turn], config_for(ctx))
     assert result.unknown_replaces == [replaces] and result.superseded == []
     assert contents(engine, ctx) == ["Lives in Berlin", "Lives in Munich"]
-    assert f"replaces '{replaces}', which is no known fact's id" in caplog.text
+    assert f"replaces '{replaces}', which is no known fact" in caplog.text
 
 
 # -- failures that fit a small context -------------------------------------------------
 
 
-def broken_call(size: int, **meta: Any) -> AIMessage:
+def broken_call(size: int, *, closed: bool = False, **meta: Any) -> AIMessage:
     args = '{"facts": [{"content": "' + "Lives in Berlin. " * (size // 17)
+    if closed:  # wrong, not cut off
+        args += '"}]} and more'
     bad = {"name": "extract_facts", "args": args, "id": "b1", "error": "bad JSON"}
     return AIMessage("", invalid_tool_calls=[bad], response_metadata=meta)
 
 
 def test_a_broken_tool_call_is_never_quoted_whole(engine, ctx, reflect, caplog):
-    model = ScriptedExtractionModel([broken_call(22_793), [fact("Lives in Berlin")]])
+    model = ScriptedExtractionModel([broken_call(22_793, closed=True), [fact("Lives in Berlin")]])
     ex = make_executor(model, engine)
     with caplog.at_level(logging.INFO, logger="langmem_ext"):
         reflect(ex, BERLIN, config_for(ctx))
@@ -210,6 +214,54 @@ def test_a_cut_off_answer_is_asked_again_for_fewer_shorter_facts(engine, ctx, re
     assert "cut off at the output limit" in prompts[1] and "Give at most 5 facts" in prompts[1]
     assert "Give at most 2 facts" in prompts[2]
     assert contents(engine, ctx) == ["Lives in Berlin"]
+
+
+def _lying(kind: str) -> AIMessage:
+    """A cut-off answer from a server that does not say so."""
+    if kind == "says tool_calls":  # llama.cpp's server, checked with max_tokens=20
+        return broken_call(600, finish_reason="tool_calls")
+    if kind == "whole cap used":  # closed, but all 512 tokens used
+        args = '{"facts": [{"content": "Lives in Berlin" "category"}]}'
+        bad = {"name": "extract_facts", "args": args, "id": "b1", "error": "bad JSON"}
+        meta = {"finish_reason": "tool_calls", "token_usage": {"completion_tokens": 512}}
+        return AIMessage("", invalid_tool_calls=[bad], response_metadata=meta)
+    if kind == "empty arguments":
+        call = {"name": "extract_facts", "args": {}, "id": "c1"}
+        return AIMessage("", tool_calls=[call], response_metadata={"finish_reason": "stop"})
+    # text JSON that stops before it closes, finish_reason "stop"
+    return AIMessage(
+        '{"facts": [{"content": "Lives in', response_metadata={"finish_reason": "stop"}
+    )
+
+
+LIES = ["says tool_calls", "whole cap used", "empty arguments", "unclosed text JSON"]
+
+
+@pytest.mark.parametrize("kind", LIES)
+def test_a_cut_off_answer_is_recognised_when_the_server_does_not_say_so(engine, ctx, reflect, kind):
+    model = ScriptedExtractionModel([_lying(kind), [fact("Lives in Berlin")]])
+    ex = make_executor(FactExtractor(model, max_tokens=512), engine)
+    reflect(ex, BERLIN, config_for(ctx))
+    again = model.seen[1][1].content
+    assert "cut off at the output limit" in again and "Give at most 5 facts" in again
+    assert contents(engine, ctx) == ["Lives in Berlin"]
+
+
+@pytest.mark.parametrize("kind", LIES)
+def test_cut_off_every_time_keeps_the_turn_pending_and_stores_no_fragment(
+    engine, ctx, reflect, kind, caplog
+):
+    model = ScriptedExtractionModel([_lying(kind) for _ in range(3)])
+    ex = make_executor(FactExtractor(model, max_tokens=512), engine)
+    with (
+        caplog.at_level(logging.WARNING, logger="langmem_ext"),
+        pytest.raises(ExtractionError, match=r"failed 3 times.*stays pending"),
+    ):
+        reflect(ex, BERLIN, config_for(ctx))
+    prompts = [seen[1].content for seen in model.seen]
+    assert "Give at most 5 facts" in prompts[1] and "Give at most 2 facts" in prompts[2]
+    assert caplog.text.count("cut-off extraction output") == 3
+    assert contents(engine, ctx) == []
 
 
 def test_the_best_answer_is_kept_not_the_last(engine, ctx, reflect):
@@ -430,3 +482,22 @@ def test_a_server_that_never_calls_tools_still_remembers(store):
         for r in server.requests
         if r.get("tools")
     )
+
+
+# Quoted text after "e.g." or in brackets: how the prompt and the tool schema
+# give examples (a small model copies them as the user's facts).
+_EXAMPLE = re.compile(r"""(?:e\.g\.,?|\()\s*(["'])([^"'\n]{2,120})\1""")
+
+
+def test_no_example_text_of_the_request_becomes_a_stored_fact(engine, ctx, reflect):
+    probe = ScriptedExtractionModel([[]])
+    reflect(make_executor(probe, engine), BERLIN, config_for(ctx, "probe"))
+    sent = str(probe.seen[0][0].content) + json.dumps(probe.bound[0]["tools"])
+    examples = sorted({m.group(2) for m in _EXAMPLE.finditer(sent)})
+    assert examples  # the request does give examples
+    copied = [fact(e, subject=e) for e in examples] + [fact("Lives in <city>")]
+    model = ScriptedExtractionModel([[*copied, fact("Works as a nurse")]])
+    result = reflect(make_executor(model, engine), BERLIN, config_for(ctx))
+    assert contents(engine, ctx) == ["Works as a nurse"]
+    assert {d.reason for d in result.dropped} == {"example_text"}
+    assert not {f.subject for f in engine.get_profile(ctx).facts} & set(examples)

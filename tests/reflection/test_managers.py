@@ -99,7 +99,7 @@ def test_a_server_without_tools_gets_json_requests(caplog):
         assert manager.shape == "json"
         assert server.requests[-1]["response_format"] == {"type": "json_object"}
         assert "tools" not in server.requests[-1]
-    assert "JSON-output" in caplog.text  # the switch is logged
+    assert "extracting with JSON output from now on" in caplog.text  # the switch is logged
 
 
 def test_update_of_an_unknown_id_is_logged_and_kept_as_new(caplog):
@@ -138,3 +138,32 @@ def test_invalid_output_is_asked_again_once_then_nothing_changes(store):
     assert model.calls == 2
     assert "previous answer was invalid" in _shown(model)
     assert store.search(("memories", "ada")) == []
+
+
+def test_a_cut_off_reply_is_asked_again_for_fewer_memories():
+    """The managers read replies as reflection does: a call cut off at the cap,
+    which the server reports as a normal tool call, is recognised."""
+    args = '{"memories": [{"kind": "Memory", "content": {"content": "Likes te'
+    bad = {"name": "manage_memories", "args": args, "id": "b", "error": "bad JSON"}
+    cut_off = AIMessage(
+        "", invalid_tool_calls=[bad], response_metadata={"finish_reason": "tool_calls"}
+    )
+    model = ScriptedExtractionModel(
+        [cut_off, _manage({"kind": "Memory", "content": {"content": "Likes tea"}})]
+    )
+    manager = create_memory_manager(model, method="tool", max_tokens=256)
+    [memory] = manager.invoke({"messages": [("user", "I like tea")]})
+    assert memory.content.content == "Likes tea"
+    assert "cut off at the output limit" in _shown(model)
+
+
+def test_a_memory_with_unfilled_placeholder_text_is_not_kept(caplog):
+    caplog.set_level(logging.WARNING, logger="langmem_ext.agents.reflection")
+    reply = _manage(
+        {"kind": "Memory", "content": {"content": "Lives in <city>"}},
+        {"kind": "Memory", "content": {"content": "Likes tea"}},
+    )
+    manager = create_memory_manager(ScriptedExtractionModel([reply]), method="tool")
+    out = manager.invoke({"messages": [("user", "I like tea")]})
+    assert [m.content.content for m in out] == ["Likes tea"]
+    assert "example text" in caplog.text

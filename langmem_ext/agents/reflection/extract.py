@@ -49,26 +49,34 @@ Examples:
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
+import functools
 import json
 import logging
 import math
 import re
-import threading
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import var_child_runnable_config
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from ...engine import policy
 from ...engine.models import Fact
 from ...engine.profile import FactCandidate
-from .screen import cut
+from ...engine.requests import Operation, run_async, run_sync
+from .calls import (
+    ContextOverflow,
+    MalformedOutput,
+    ModelCalls,
+    OnModelCalls,
+    Shape,
+    classify,
+    cut_off,
+    decode,
+    short,
+)
+from .screen import cut, examples_in
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -97,79 +105,6 @@ DEFAULT_TIMEOUT = 120.0
 #: What is wrong with an answer is told to the model in at most this many
 #: characters (the broken answer itself is never quoted whole).
 FEEDBACK_CHARS = 600
-# HTTP statuses with which servers reject a request shape they do not support.
-_UNSUPPORTED_STATUS = frozenset({400, 404, 422, 500, 501})
-_OVERFLOW = re.compile(
-    r"context (length|window|size)|maximum context|context_length|n_ctx|too many tokens"
-    r"|prompt is too long|input is too long|exceeds? the (context|model)|requested tokens",
-    re.I,
-)
-_TOOLISH = re.compile(r"tool|function|response_format|json_schema|grammar", re.I)
-# Extraction runs on its own: the caller's callbacks (a graph's message
-# streaming, tracing handlers) would stream the call and show its output. An
-# explicit empty config is not enough: a bound model merges in the running
-# graph's config from a context variable, so calls also run in a context
-# where that variable is cleared (see _fresh_context).
-_ISOLATED: RunnableConfig = {
-    "callbacks": [],
-    "tags": [],
-    "metadata": {},
-    "configurable": {},
-    "run_name": "extract_facts",
-}
-
-
-class MalformedOutput(ValueError):
-    """The model's reply is not the requested facts object (bad JSON, no
-    ``facts`` list, no tool call and no JSON text). ``truncated`` is True when
-    the reply was cut off at the output cap."""
-
-    def __init__(self, message: str, *, truncated: bool = False) -> None:
-        super().__init__(message)
-        self.truncated = truncated
-
-
-class ContextOverflow(RuntimeError):
-    """The prompt does not fit the model's context window (send fewer turns)."""
-
-
-Cause = Literal["context_overflow", "unsupported", "timeout", "error"]
-
-
-def classify(error: BaseException) -> Cause:
-    """Why a model call failed: ``"context_overflow"`` (the prompt is too long),
-    ``"unsupported"`` (the model or server cannot call tools / give this
-    output format), ``"timeout"``, or ``"error"`` (anything else: a server
-    error, a rate limit, a network failure).
-
-    Examples:
-        >>> class ServerError(Exception):
-        ...     status_code = 500
-        >>> classify(ServerError("Requested tokens (5000) exceed context window of 4096"))
-        'context_overflow'
-        >>> classify(ServerError("tool_choice 'required' is not supported"))
-        'unsupported'
-        >>> classify(ServerError("internal error")), classify(TimeoutError())
-        ('error', 'timeout')
-    """
-    text = f"{type(error).__name__}: {error} {getattr(error, 'body', '') or ''}"
-    if _OVERFLOW.search(text):
-        return "context_overflow"
-    if isinstance(error, NotImplementedError):
-        return "unsupported"
-    if isinstance(error, TimeoutError) or "Timeout" in type(error).__name__:
-        return "timeout"
-    status = getattr(error, "status_code", None)
-    if status in _UNSUPPORTED_STATUS and (status == 501 or _TOOLISH.search(str(error))):
-        return "unsupported"
-    return "error"
-
-
-def _fresh_context() -> contextvars.Context:
-    """A copy of the current context without the running graph's config."""
-    ctx = contextvars.copy_context()
-    ctx.run(var_child_runnable_config.set, None)
-    return ctx
 
 
 def normal_category(value: Any) -> str | None:
@@ -193,21 +128,24 @@ def normal_category(value: Any) -> str | None:
 class _ExtractedFact(BaseModel):
     content: str = Field(
         description="One self-contained fact about the user, in the third person "
-        "(e.g. 'Lives in Berlin')."
+        "(e.g. 'Lives in <city>', with the user's own city)."
     )
     category: Literal["preference", "knowledge", "context", "behavior", "goal", "correction"]
     confidence: float = Field(ge=0.0, le=1.0, description="How sure you are, 0 to 1.")
     subject: str | None = Field(
-        default=None, description="What the fact is about, e.g. 'user' or 'user.sister'."
+        default=None,
+        description="What the fact is about: 'user', or 'user.<relative>' for a relative "
+        "the user names (e.g. 'user.<relative>').",
     )
     predicate: str | None = Field(
         default=None,
         description="The attribute, e.g. 'home_city'. A later fact with the same subject "
         "and predicate replaces this one.",
     )
-    replaces: str | None = Field(
+    replaces: str | int | None = Field(
         default=None,
-        description="Id of a known fact that this fact corrects or updates, else null.",
+        description="The number of the known fact this fact corrects or updates (the "
+        "number before it in the list of known facts), else null.",
     )
 
 
@@ -239,10 +177,12 @@ correction (the user corrects something known or said earlier).
 Rules:
 - Facts come from the user's own words only. The assistant's lines are context \
 (to understand what the user answers); never record what the assistant said.
-- One fact per item, one short sentence, self-contained, third person ("Lives in Berlin").
+- One fact per item, one short sentence, self-contained, third person \
+("Lives in <city>", with the user's own words for <city>).
 - confidence is 0 to 1: 0.9+ when the user states it plainly, lower when inferred.
 - Do not repeat a known fact unless it changed. When a fact updates or corrects a \
-known fact, set "replaces" to that fact's id (an id listed below), else null.
+known fact (the user moved, changed jobs, changed their mind), set "replaces" to \
+the number of that known fact in the list below, else null.
 - Give subject and predicate for attributes that have one current value \
 (home_city, employer, favorite_color).
 - Nothing about the assistant, nothing about this conversation's mechanics.
@@ -251,7 +191,7 @@ known fact, set "replaces" to that fact's id (an id listed below), else null.
 _JSON_SHAPE = (
     'Answer with one JSON object and nothing else: {"facts": [{"content": str, '
     '"category": str, "confidence": number, "subject": str|null, "predicate": str|null, '
-    '"replaces": str|null}]}.'
+    '"replaces": number|null}]}.'
 )
 
 
@@ -275,13 +215,16 @@ def format_turns(messages: Sequence[BaseMessage], *, assistant: str = "assistant
 def _known(related: Sequence[Fact]) -> str:
     if not related:
         return "Known facts about the user: none yet."
+    # Numbered: a small model copies "2" where it garbles a long id; the id
+    # is shown too, and either is read back (see reflect's replaces check).
     rows = [
-        f"- id={f.id} [{f.category or 'fact'} | {f.confidence:.2f}] {f.content}" for f in related
+        f"{n}. id={f.id} [{f.category or 'fact'} | {f.confidence:.2f}] {f.content}"
+        for n, f in enumerate(related, 1)
     ]
-    return "Known facts about the user (ids for 'replaces'):\n" + "\n".join(rows)
+    return "Known facts about the user (numbers for 'replaces'):\n" + "\n".join(rows)
 
 
-class FactExtractor:
+class FactExtractor(OnModelCalls):
     """Extracts facts from conversation turns with a LangChain chat model.
 
     Args:
@@ -330,24 +273,27 @@ class FactExtractor:
             isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
         ):
             raise ValueError(f"timeout must be a number of seconds > 0 or None, got {timeout!r}")
-        self._model = model if model is not None else DEFAULT_MODEL
         self.method = method
-        self.method_in_use: Literal["tool", "json"] = "json" if method == "json" else "tool"
         self.instructions = instructions
-        self.max_tokens = max_tokens
-        self.timeout = float(timeout) if timeout is not None else None
-        self.calls = 0
-        self._lock = threading.Lock()
+        self._calls = ModelCalls(
+            model if model is not None else DEFAULT_MODEL,
+            method=method,
+            shapes=("tool", "json"),
+            max_tokens=max_tokens,
+            timeout=float(timeout) if timeout is not None else None,
+            name=TOOL_NAME,
+        )
+
+    @functools.cached_property
+    def examples(self) -> frozenset[str]:
+        """The example texts of this extractor's prompt and schema: a fact equal
+        to one is the model copying the request (screened out)."""
+        return examples_in(self.instructions, json.dumps(_tool_schema()), _JSON_SHAPE)
 
     @property
-    def model(self) -> BaseChatModel:
-        """The chat model (a string is resolved on first use)."""
-        with self._lock:
-            if isinstance(self._model, str):
-                from langchain.chat_models import init_chat_model
-
-                self._model = init_chat_model(self._model)
-            return self._model
+    def method_in_use(self) -> Shape:
+        """The call shape the next call uses."""
+        return self._calls.shape
 
     # -- the request ------------------------------------------------------------
 
@@ -390,50 +336,10 @@ class FactExtractor:
             )
         return [SystemMessage(system), HumanMessage(user)]
 
-    def _runnable(self, shape: str) -> Any:
-        model = self.model
-        from langchain_openai.chat_models.base import BaseChatOpenAI
-
-        caps: dict[str, Any] = {}
-        if self.max_tokens is not None:
-            if isinstance(model, BaseChatOpenAI):
-                caps["max_tokens"] = self.max_tokens
-                # ChatOpenAI sends the cap as max_completion_tokens, which
-                # some local servers ignore: give them max_tokens as well.
-                base = str(getattr(model, "openai_api_base", None) or "")
-                if base and "api.openai.com" not in base:
-                    caps["extra_body"] = {
-                        **(getattr(model, "extra_body", None) or {}),
-                        "max_tokens": self.max_tokens,
-                    }
-            elif "max_tokens" in type(model).model_fields:
-                caps["max_tokens"] = self.max_tokens
-        if self.timeout is not None and isinstance(model, BaseChatOpenAI):
-            caps["timeout"] = self.timeout
-        if shape == "tool":
-            return model.bind_tools([_tool_schema()], tool_choice=TOOL_NAME, **caps)
-        if isinstance(model, BaseChatOpenAI):
-            caps["response_format"] = {"type": "json_object"}
-        return model.bind(**caps) if caps else model
-
-    def _failed(self, e: Exception) -> bool:
-        """After a failed call: True to retry at once in JSON mode (the model
-        cannot call tools); raises :class:`ContextOverflow` for a prompt too
-        long; False to raise ``e`` as it is."""
-        cause = classify(e)
-        if cause == "context_overflow":
-            raise ContextOverflow(f"the prompt does not fit the model's context: {cut(e)}") from e
-        if cause != "unsupported" or self.method != "auto" or self.method_in_use != "tool":
-            return False
-        logger.warning(
-            "tool calling failed (%s); extracting with JSON output from now on", cut(repr(e))
-        )
-        self.method_in_use = "json"
-        return True
-
-    def invoke(self, messages: list[BaseMessage]) -> tuple[BaseMessage, int]:
-        """Send the prompt; returns the reply and the number of model calls made
-        (2 when tool calling was rejected and ``method="auto"`` fell back).
+    def request(self, messages: list[BaseMessage]) -> Operation[tuple[BaseMessage, int]]:
+        """Send the prompt, as an operation; returns the reply and the number
+        of model calls made (2 when tool calling was rejected and
+        ``method="auto"`` fell back).
 
         Raises:
             ContextOverflow: the prompt is too long for the model.
@@ -441,65 +347,23 @@ class FactExtractor:
         """
         made = 0
         while True:
-            shape = self.method_in_use
             made += 1
-            self._count()
+            prompt = self._reshaped(messages, self._calls.shape)
             try:
-                return self._call(shape, messages), made
+                return (
+                    yield self._calls.call(lambda: self._calls.bound(_tool_schema()), prompt)
+                ), made
             except Exception as e:
-                if not self._failed(e):
+                if not self._calls.fall_back(e):
                     raise
+
+    def invoke(self, messages: list[BaseMessage]) -> tuple[BaseMessage, int]:
+        """:meth:`request`, run here."""
+        return run_sync(self.request(messages), None)  # type: ignore[arg-type]
 
     async def ainvoke(self, messages: list[BaseMessage]) -> tuple[BaseMessage, int]:
         """Async :meth:`invoke`."""
-        made = 0
-        while True:
-            shape = self.method_in_use
-            made += 1
-            self._count()
-            try:
-                request = self._runnable(shape).ainvoke(
-                    self._reshaped(messages, shape), config=_ISOLATED
-                )
-                # A task copies the context it is created in (create_task's
-                # context= argument needs Python 3.11).
-                task = _fresh_context().run(asyncio.get_running_loop().create_task, request)
-                try:
-                    return await asyncio.wait_for(task, self.timeout), made
-                except asyncio.TimeoutError as e:
-                    raise TimeoutError(f"extraction call took over {self.timeout:g} s") from e
-            except Exception as e:
-                if not self._failed(e):
-                    raise
-
-    def _call(self, shape: str, messages: list[BaseMessage]) -> BaseMessage:
-        runnable, prompt = self._runnable(shape), self._reshaped(messages, shape)
-        context = _fresh_context()
-        if self.timeout is None:
-            return context.run(runnable.invoke, prompt, config=_ISOLATED)
-        # A thread of its own, so a call that never returns frees the
-        # reflection worker after ``timeout`` (clients given the timeout also
-        # drop the request itself; others finish in the background).
-        box: dict[str, Any] = {}
-
-        def run() -> None:
-            try:
-                box["reply"] = context.run(runnable.invoke, prompt, config=_ISOLATED)
-            except BaseException as e:
-                box["error"] = e
-
-        thread = threading.Thread(target=run, name="langmem-ext-extraction", daemon=True)
-        thread.start()
-        thread.join(self.timeout)
-        if thread.is_alive():
-            raise TimeoutError(f"extraction call took over {self.timeout:g} s")
-        if "error" in box:
-            raise box["error"]
-        return box["reply"]
-
-    def _count(self) -> None:
-        with self._lock:
-            self.calls += 1
+        return await run_async(self.request(messages), None)  # type: ignore[arg-type]
 
     def _reshaped(self, messages: list[BaseMessage], shape: str) -> list[BaseMessage]:
         # A prompt built for tool mode asks for a tool call; after a fall-back
@@ -512,17 +376,9 @@ class FactExtractor:
 
     # -- the reply ---------------------------------------------------------------
 
-    @staticmethod
-    def truncated(reply: BaseMessage) -> bool:
-        """Whether the reply was cut off at the output cap (OpenAI's
-        ``finish_reason="length"``, Anthropic's ``stop_reason="max_tokens"``,
-        Ollama's ``done_reason="length"``)."""
-        meta = getattr(reply, "response_metadata", None) or {}
-        return (
-            meta.get("finish_reason") == "length"
-            or meta.get("done_reason") == "length"
-            or meta.get("stop_reason") == "max_tokens"
-        )
+    def truncated(self, reply: BaseMessage) -> bool:
+        """Whether the reply was cut off at the output cap (see :func:`.calls.cut_off`)."""
+        return cut_off(reply, self.max_tokens, TOOL_NAME)
 
     def decode(self, reply: BaseMessage) -> Any:
         """The facts object from a reply: the ``extract_facts`` tool call's
@@ -532,24 +388,7 @@ class FactExtractor:
             MalformedOutput: no usable object (its message quotes at most a
                 short excerpt of the reply; ``truncated`` when it was cut off).
         """
-        cut_off = self.truncated(reply)
-        if isinstance(reply, AIMessage):
-            for tc in reply.tool_calls:
-                if tc["name"] == TOOL_NAME:
-                    return tc["args"]
-            for bad in reply.invalid_tool_calls:
-                if bad.get("name") in (TOOL_NAME, None):
-                    raise MalformedOutput(
-                        f"the tool call's arguments are not valid JSON "
-                        f"({_json_error(bad.get('args'))}): {_short(bad.get('args'))}",
-                        truncated=cut_off,
-                    )
-        text = reply.text if isinstance(reply.text, str) else str(reply.content)
-        try:
-            return _json_in(text)
-        except MalformedOutput as e:
-            e.truncated = e.truncated or cut_off
-            raise
+        return decode(reply, TOOL_NAME, max_tokens=self.max_tokens)
 
     def parse(self, raw: Any) -> tuple[list[FactCandidate], list[str]]:
         """Valid facts and a description of each invalid one.
@@ -577,20 +416,12 @@ class FactExtractor:
                         confidence=float(item["confidence"]),
                         subject=item.get("subject"),
                         predicate=item.get("predicate"),
-                        replaces=item.get("replaces"),
+                        replaces=(
+                            str(item["replaces"]) if item.get("replaces") is not None else None
+                        ),
                     )
                 )
         return facts, problems
-
-
-def _json_error(text: Any) -> str:
-    if not isinstance(text, str):
-        return "not a string"
-    try:
-        json.loads(text)
-    except json.JSONDecodeError as e:
-        return f"{e.msg} at character {e.pos} of {len(text)}"
-    return "unreadable"
 
 
 def _invalid(item: Any) -> str | None:
@@ -609,30 +440,11 @@ def _invalid(item: Any) -> str | None:
         return f"confidence {conf} is outside 0-1"
     for name in ("subject", "predicate", "replaces"):
         v = item.get(name)
+        if name == "replaces" and isinstance(v, int) and not isinstance(v, bool):
+            continue  # a known fact's number
         if v is not None and (not isinstance(v, str) or not v.strip()):
             return f"{name} must be a non-empty string or null, got {_short(v)}"
     return None
 
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
-
-
-def _json_in(text: str) -> Any:
-    """The JSON value in a reply's text (code fences and chatter around it allowed)."""
-    fenced = _FENCE.search(text)
-    body = fenced.group(1) if fenced else text
-    start = min((i for i in (body.find("{"), body.find("[")) if i >= 0), default=-1)
-    if start < 0:
-        raise MalformedOutput(f"the reply holds no JSON (and no tool call): {_short(text)}")
-    try:
-        value, _ = json.JSONDecoder().raw_decode(body[start:])
-    except json.JSONDecodeError as e:
-        raise MalformedOutput(
-            f"invalid JSON in the reply ({e.msg} at character {e.pos} of {len(body) - start}): "
-            f"{_short(text)}"
-        ) from e
-    return value
-
-
-def _short(value: Any, n: int = 120) -> str:
-    return cut(repr(value), n)
+_short = short

@@ -33,8 +33,10 @@ logged; if no usable answer came at all,
 
 Before storing, the facts of an answer are screened (:mod:`.screen`): copies
 of the assistant's words, paragraphs and repeats are dropped and logged. A
-``replaces`` naming an id the model was not shown is logged and cleared (the
-fact is stored as a new one).
+``replaces`` names a known fact by its number in the list shown, its id or
+its text (a small model copies "2" where it garbles an id); one that names no
+fact the model was shown is logged and cleared (the fact is stored as a new
+one, not guessed).
 
 Examples:
     >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -53,7 +55,6 @@ Examples:
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -228,10 +229,7 @@ def _ask(
         tried = attempt + 1
         prompt = extractor.prompt(turns, related, feedback, max_facts=max_facts)
         try:
-            reply, made = yield Call(
-                functools.partial(extractor.invoke, prompt),
-                functools.partial(extractor.ainvoke, prompt),
-            )
+            reply, made = yield from extractor.request(prompt)
         except ContextOverflow:
             result.model_calls += 1
             raise
@@ -253,8 +251,9 @@ def _ask(
             facts, problems = extractor.parse(extractor.decode(reply))
         except MalformedOutput as e:
             logger.warning(
-                "thread %s: malformed extraction output (attempt %d/%d): %s",
+                "thread %s: %s extraction output (attempt %d/%d): %s",
                 tid,
+                "cut-off" if e.truncated else "malformed",
                 attempt + 1,
                 settings.attempts,
                 cut(str(e)),
@@ -267,7 +266,7 @@ def _ask(
             else:
                 feedback = str(e)
             continue
-        kept, dropped = screen(facts, turns, thread_id=tid)
+        kept, dropped = screen(facts, turns, thread_id=tid, examples=extractor.examples)
         if best is None or len(kept) > len(best[0]):
             best = (kept, problems, dropped)
         if not problems:
@@ -446,22 +445,39 @@ def reflect_steps(
     return result
 
 
+def _shown_fact(value: str, shown: list[Fact]) -> str | None:
+    """The id of the shown fact ``value`` names: its id, its number in the
+    list (``"2"``, ``"[2]"``, ``"#2"``) or its text; None for anything else."""
+    by_id = {f.id: f for f in shown}
+    if value in by_id:
+        return value
+    number = value.strip().strip("[]#.() ")
+    if number.isdigit() and 1 <= int(number) <= len(shown):
+        return shown[int(number) - 1].id
+    folded = " ".join(value.casefold().split()).rstrip(".")
+    same = [f.id for f in shown if " ".join(f.content.casefold().split()).rstrip(".") == folded]
+    return same[0] if len(same) == 1 else None
+
+
 def _checked_replaces(
     facts: list[FactCandidate], shown: list[Fact], result: ReflectionResult
 ) -> list[FactCandidate]:
-    """``replaces`` kept only when it names a fact the model was shown."""
-    ids = {f.id for f in shown}
+    """``replaces`` kept only when it names a fact the model was shown (by id,
+    number or text; the evidence the profile needs to supersede it)."""
     out = []
     for f in facts:
-        if f.replaces is not None and f.replaces not in ids:
+        if f.replaces is None:
+            out.append(f)
+            continue
+        fid = _shown_fact(f.replaces, shown)
+        if fid is None:
             logger.warning(
-                "thread %s: extracted fact %r replaces %r, which is no known fact's id; "
+                "thread %s: extracted fact %r replaces %r, which is no known fact; "
                 "stored as a new fact",
                 result.thread_id,
                 cut(f.content),
                 cut(f.replaces, 60),
             )
             result.unknown_replaces.append(f.replaces)
-            f = replace(f, replaces=None)
-        out.append(f)
+        out.append(replace(f, replaces=fid))
     return out

@@ -17,7 +17,10 @@ candidate of a reply is screened before it is stored:
 * **paragraphs** are dropped: more than :data:`MAX_FACT_SENTENCES` sentences
   or more than :data:`MAX_FACT_CHARS` characters;
 * **repeats** collapse: facts of one reply with the same content (case and
-  white space folded) are kept once, with the highest confidence given.
+  white space folded) are kept once, with the highest confidence given;
+* **example text** is dropped: a fact equal to an example the prompt or its
+  schema gives (:func:`examples_in`), or holding an unfilled placeholder
+  such as ``<city>``, is the model copying the request, not the user.
 
 Each dropped candidate is logged (its text cut to :data:`LOG_CHARS`) and
 returned with its reason, so a reflection reports it.
@@ -59,6 +62,7 @@ __all__ = [
     "DroppedFact",
     "copy_ratio",
     "cut",
+    "examples_in",
     "overlap",
     "screen",
 ]
@@ -97,10 +101,42 @@ _SENTENCE_END = re.compile(
 )
 
 
+# An example in a prompt or schema: a quoted text after "e.g." or in brackets.
+_EXAMPLE = re.compile(r"""(?:e\.g\.,?|\()\s*(["'])([^"'\n]{2,120})\1""")
+_PLACEHOLDER = re.compile(r"<[a-z][a-z _-]{0,30}>", re.I)
+
+
+def examples_in(*texts: str) -> frozenset[str]:
+    """The example texts of a prompt or schema (quoted after "e.g." or in
+    brackets), folded for comparison.
+
+    Examples:
+        >>> sorted(examples_in('one fact per item, third person ("Lives in <city>")',
+        ...                    "What it is about, e.g. 'user'."))
+        ['lives in <city>', 'user']
+    """
+    return frozenset(_fold(m.group(2)) for t in texts for m in _EXAMPLE.finditer(t))
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.casefold().split()).rstrip(".")
+
+
+def is_example(content: str, examples: frozenset[str] = frozenset()) -> bool:
+    """Whether ``content`` is example text: one of ``examples``, or holding an
+    unfilled placeholder (``<city>``).
+
+    Examples:
+        >>> is_example("Lives in <city>"), is_example("Lives in Lyon", frozenset({"lives in lyon"}))
+        (True, True)
+    """
+    return _fold(content) in examples or bool(_PLACEHOLDER.search(content))
+
+
 @dataclass(frozen=True)
 class DroppedFact:
-    """A candidate screened out: ``reason`` is ``assistant_copy``, ``too_long``
-    or ``repeat``."""
+    """A candidate screened out: ``reason`` is ``assistant_copy``, ``too_long``,
+    ``example_text`` or ``repeat``."""
 
     content: str
     reason: str
@@ -164,15 +200,26 @@ def sentences(text: str) -> int:
 
 
 def screen(
-    facts: Sequence[FactCandidate], turns: Sequence[BaseMessage], *, thread_id: str = "?"
+    facts: Sequence[FactCandidate],
+    turns: Sequence[BaseMessage],
+    *,
+    thread_id: str = "?",
+    examples: frozenset[str] = frozenset(),
 ) -> tuple[list[FactCandidate], list[DroppedFact]]:
-    """The facts of one reply worth storing, and the ones dropped (see the module)."""
+    """The facts of one reply worth storing, and the ones dropped (see the
+    module); ``examples``: the request's example texts (:func:`examples_in`)."""
     kept: dict[str, FactCandidate] = {}
     dropped: list[DroppedFact] = []
     for f in facts:
         reason = None
         if len(f.content) > MAX_FACT_CHARS or sentences(f.content) > MAX_FACT_SENTENCES:
             reason = "too_long"
+        elif (
+            is_example(f.content, examples)
+            or is_example(f.subject or "")
+            or is_example(f.predicate or "")
+        ):
+            reason = "example_text"
         elif copy_ratio(f.content, turns) > COPY_OVERLAP:
             reason = "assistant_copy"
         if reason is not None:
