@@ -15,10 +15,10 @@ from .managers import (
     Memory,
     MemoryManager,
     create_memory_manager,
-    create_thread_extractor,
 )
 from .searcher import create_memory_searcher
 from .store_manager import MemoryStoreManager, create_memory_store_manager
+from .thread_extractor import create_thread_extractor
 from .tools import create_manage_memory_tool, create_search_memory_tool
 
 __all__ = [

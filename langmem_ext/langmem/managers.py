@@ -44,25 +44,34 @@ import json
 import logging
 import uuid
 from collections.abc import Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AnyMessage, convert_to_messages
-from langchain_core.messages.utils import merge_message_runs
+from langchain_core.messages import AnyMessage
 from langchain_core.runnables import Runnable, RunnableConfig
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..agents.reflection.calls import (
     MalformedOutput,
     ModelCalls,
     OnModelCalls,
     Shape,
-    classify,
     decode,
 )
 from ..agents.reflection.screen import cut, examples_in, is_example
 from ..engine.requests import Operation, run_async, run_sync
 from ..errors import ConfigurationError, ExtractionError
+from .schemas import (
+    MEMORY_INSTRUCTIONS,
+    TOOL_NAME,
+    ExtractedMemory,
+    Memory,
+    Method,
+    RemoveDoc,
+    SummarizeThread,
+    conversation,
+    rejects_tool_shape,
+)
 
 __all__ = [
     "ExtractedMemory",
@@ -71,94 +80,10 @@ __all__ = [
     "RemoveDoc",
     "SummarizeThread",
     "create_memory_manager",
-    "create_thread_extractor",
     "rejects_tool_shape",
 ]
 
 logger = logging.getLogger("langmem_ext.agents.reflection")
-
-Method = Literal["auto", "trustcall", "tool", "json"]
-TOOL_NAME = "manage_memories"
-# HTTP statuses with which servers reject a request shape they do not support.
-_SHAPE_STATUS = frozenset({400, 404, 422, 500, 501})
-
-
-class Memory(BaseModel):
-    """Call this tool once for each new memory you want to record. Use multi-tool
-    calling to record multiple new memories."""
-
-    content: str = Field(
-        description="The memory as a well-written, standalone episode/fact/note/preference/etc."
-        " Refer to the user's instructions for more information the preferred memory organization."
-    )
-
-
-class SummarizeThread(BaseModel):
-    """A conversation's title and summary (:func:`create_thread_extractor`'s default)."""
-
-    title: str
-    summary: str
-
-
-class RemoveDoc(BaseModel):
-    """A deletion of the memory ``json_doc_id`` (trustcall's shape, so results of
-    either call shape read the same)."""
-
-    json_doc_id: str
-
-
-class ExtractedMemory(NamedTuple):
-    """One memory a manager produced: its id and content (a schema instance, or
-    :class:`RemoveDoc`)."""
-
-    id: str
-    content: BaseModel
-
-
-def rejects_tool_shape(error: BaseException) -> bool:
-    """Whether ``error`` says the server does not support the request's tool
-    shape (``tool_choice="any"``, tools at all), as opposed to any other failure.
-    A context overflow is an HTTP 400 too, but no reason to change shape.
-
-    Examples:
-        >>> class E(Exception):
-        ...     status_code = 500
-        >>> rejects_tool_shape(E("Unsupported tool_choice")), rejects_tool_shape(ValueError())
-        (True, False)
-        >>> rejects_tool_shape(type("E4", (Exception,), {"status_code": 400})(
-        ...     "This model's maximum context length is 4096 tokens"))
-        False
-    """
-    cause = classify(error)
-    return cause == "unsupported" or (
-        cause == "error" and getattr(error, "status_code", None) in _SHAPE_STATUS
-    )
-
-
-def conversation(messages: Sequence[Any]) -> str:
-    """The messages as LangMem renders them for its managers."""
-    msgs = merge_message_runs(convert_to_messages(list(messages)))
-    return "\n\n".join(m.pretty_repr() for m in msgs)
-
-
-_MEMORY_INSTRUCTIONS = """You are a long-term memory manager maintaining a core store of \
-semantic, procedural, and episodic memory. These memories power a life-long learning \
-agent's core predictive model.
-
-What should the agent learn from this interaction about the user, itself, or how it \
-should act? Reflect on the input trajectory and current memories (if any).
-
-1. **Extract & Contextualize**: identify essential facts, relationships, preferences, \
-reasoning procedures, and context; caveat uncertain information.
-2. **Compare & Update**: attend to novel information that deviates from existing \
-memories; consolidate and compress redundant memories; remove incorrect or redundant \
-memories while keeping internal consistency.
-3. **Synthesize & Reason**: what can you conclude about the user, the agent ("I"), or \
-the environment?
-
-Record memory content exactly as you'd want to recall it. Prefer dense, complete \
-memories over overlapping ones; nothing worth remembering forgotten, nothing false \
-remembered."""
 
 
 class _Existing(NamedTuple):
@@ -175,7 +100,7 @@ class MemoryManager(OnModelCalls, Runnable[dict[str, Any], list[ExtractedMemory]
         model: str | BaseChatModel,
         *,
         schemas: Sequence[type[BaseModel]] = (Memory,),
-        instructions: str = _MEMORY_INSTRUCTIONS,
+        instructions: str = MEMORY_INSTRUCTIONS,
         enable_inserts: bool = True,
         enable_updates: bool = True,
         enable_deletes: bool = False,
@@ -512,7 +437,7 @@ def create_memory_manager(
     /,
     *,
     schemas: Sequence[type[BaseModel]] = (Memory,),
-    instructions: str = _MEMORY_INSTRUCTIONS,
+    instructions: str = MEMORY_INSTRUCTIONS,
     enable_inserts: bool = True,
     enable_updates: bool = True,
     enable_deletes: bool = False,
@@ -560,55 +485,6 @@ def create_memory_manager(
         max_tokens=max_tokens,
         timeout=timeout,
     )
-
-
-class _ThreadExtractor(Runnable[dict[str, Any], BaseModel]):
-    def __init__(self, model: str | BaseChatModel, schema: type[BaseModel], instructions: str):
-        self.manager = MemoryManager(
-            model,
-            schemas=(schema,),
-            instructions=instructions,
-            enable_updates=False,
-        )
-        self.schema = schema
-
-    def _result(self, memories: list[ExtractedMemory]) -> BaseModel:
-        for m in memories:
-            if isinstance(m.content, self.schema):
-                return m.content
-        raise ExtractionError(f"the model returned no {self.schema.__name__}")
-
-    def invoke(
-        self, input: dict[str, Any], config: RunnableConfig | None = None, **kw: Any
-    ) -> BaseModel:
-        return self._result(self.manager.invoke({"messages": input["messages"]}, config))
-
-    async def ainvoke(
-        self, input: dict[str, Any], config: RunnableConfig | None = None, **kw: Any
-    ) -> BaseModel:
-        return self._result(await self.manager.ainvoke({"messages": input["messages"]}, config))
-
-
-def create_thread_extractor(
-    model: str | BaseChatModel,
-    /,
-    schema: type[BaseModel] | None = None,
-    instructions: str = "You are tasked with summarizing the following conversation.",
-) -> Runnable[dict[str, Any], BaseModel]:
-    """LangMem's ``create_thread_extractor``: a conversation → one schema instance
-    (default :class:`SummarizeThread`, a title and a summary).
-
-    Examples:
-        >>> from langchain_core.messages import AIMessage
-        >>> from langmem_ext.testing.chat import ScriptedExtractionModel
-        >>> reply = AIMessage("", tool_calls=[{"name": "manage_memories", "id": "c1",
-        ...     "args": {"memories": [{"kind": "SummarizeThread",
-        ...                            "content": {"title": "Reset", "summary": "..."}}]}}])
-        >>> model = ScriptedExtractionModel([NotImplementedError("no any"), reply])
-        >>> create_thread_extractor(model).invoke({"messages": [("user", "help")]}).title
-        'Reset'
-    """
-    return _ThreadExtractor(model, schema or SummarizeThread, instructions)
 
 
 def _plain_content(content: Any) -> Any:

@@ -57,11 +57,11 @@ from .._langgraph import config_runtime, current_config, graph_store
 from ..engine import EngineConfig, EnginesByStore, MemoryEngine, NamespaceTemplate
 from ..engine.env import add_fields
 from ..engine.models import MemoryRecord, Note
-from ..engine.requests import Batch, Call, Operation
+from ..engine.requests import Batch, Operation
 from ..errors import ConfigurationError
 from ._store_changes import apply_changes
 from .managers import (
-    _MEMORY_INSTRUCTIONS,
+    MEMORY_INSTRUCTIONS,
     ExtractedMemory,
     Memory,
     MemoryManager,
@@ -69,6 +69,7 @@ from .managers import (
     RemoveDoc,
     conversation,
 )
+from .queries import QueryWriter
 
 __all__ = ["MemoryPhase", "MemoryStoreManager", "create_memory_store_manager"]
 
@@ -111,7 +112,7 @@ class MemoryStoreManager(Runnable[dict[str, Any], list[dict[str, Any]]]):
         schemas: Sequence[type[BaseModel]] | None = None,
         default: str | dict[str, Any] | BaseModel | None = None,
         default_factory: Callable[[RunnableConfig], Any] | None = None,
-        instructions: str = _MEMORY_INSTRUCTIONS,
+        instructions: str = MEMORY_INSTRUCTIONS,
         enable_inserts: bool = True,
         enable_deletes: bool = False,
         query_model: str | BaseChatModel | None = None,
@@ -140,6 +141,7 @@ class MemoryStoreManager(Runnable[dict[str, Any], list[dict[str, Any]]]):
             coerced = self._coerce_default(default)
             self.default_factory = lambda _config: coerced
         self.query_model = query_model
+        self._query_writer = QueryWriter(query_model) if query_model is not None else None
         self.query_limit = query_limit
         self.phases = list(phases or [])
         self.phase_settings = dict(instructions=instructions, method=method)
@@ -236,44 +238,13 @@ class MemoryStoreManager(Runnable[dict[str, Any], list[dict[str, Any]]]):
     def _queries(self, messages: list[Any], config: RunnableConfig) -> Operation[list[str]]:
         """What to search for: a query model's queries, else the latest messages
         in windows of 1, 2, 4… (at least one, whatever ``query_limit``)."""
-        if self.query_model is not None:
-            reply = yield Call(
-                lambda: self._query_runnable().invoke(self._query_prompt(messages), config),
-                lambda: self._query_runnable().ainvoke(self._query_prompt(messages), config),
-            )
-            asked = [str(tc["args"].get("query") or "") for tc in reply.tool_calls]
-            if any(asked):
-                return [q for q in asked if q]
+        if self._query_writer is not None:
+            asked = yield from self._query_writer.queries(messages)
+            if asked:
+                return asked
         n = len(messages)
         windows = [messages[n - min(n, 1 << i) :] for i in range(max(1, self.query_limit // 4))]
         return [conversation(w) for w in windows if w] or [""]
-
-    def _query_runnable(self) -> Any:
-        from langchain.chat_models import init_chat_model
-
-        model = self.query_model
-        if isinstance(model, str):
-            model = self.query_model = init_chat_model(model)
-        tool = {
-            "type": "function",
-            "function": {
-                "name": "search_memory",
-                "description": "Search long-term memory.",
-                "parameters": {
-                    "type": "object",
-                    "properties": {"query": {"type": "string"}},
-                    "required": ["query"],
-                },
-            },
-        }
-        return model.bind_tools([tool], tool_choice="search_memory")  # type: ignore[union-attr]
-
-    @staticmethod
-    def _query_prompt(messages: list[Any]) -> str:
-        return (
-            "Search for memories relevant to this conversation, phrased as the memories "
-            f"themselves would be:\n\n<convo>\n{conversation(messages)}\n</convo>"
-        )
 
     def _shown(self, record: MemoryRecord) -> tuple[str, Any]:
         """How an item is shown to the model: its kind and content as a schema
@@ -453,7 +424,7 @@ def create_memory_store_manager(
     /,
     *,
     schemas: Sequence[type[BaseModel]] | None = None,
-    instructions: str = _MEMORY_INSTRUCTIONS,
+    instructions: str = MEMORY_INSTRUCTIONS,
     default: str | dict[str, Any] | BaseModel | None = None,
     default_factory: Callable[[RunnableConfig], Any] | None = None,
     enable_inserts: bool = True,

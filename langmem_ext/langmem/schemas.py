@@ -1,0 +1,114 @@
+"""LangMem's memory shapes: the default ``Memory`` and ``SummarizeThread``
+schemas, ``RemoveDoc`` deletions, ``ExtractedMemory`` results, the default
+manager instructions, and how a conversation is shown to a manager.
+
+Examples:
+    >>> ExtractedMemory("m1", Memory(content="Likes tea")).content.content
+    'Likes tea'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, NamedTuple
+
+from langchain_core.messages import convert_to_messages
+from langchain_core.messages.utils import merge_message_runs
+from pydantic import BaseModel, Field
+
+from ..agents.reflection.calls import classify
+
+__all__ = [
+    "MEMORY_INSTRUCTIONS",
+    "TOOL_NAME",
+    "ExtractedMemory",
+    "Memory",
+    "Method",
+    "RemoveDoc",
+    "SummarizeThread",
+    "conversation",
+    "rejects_tool_shape",
+]
+
+Method = Literal["auto", "trustcall", "tool", "json"]
+TOOL_NAME = "manage_memories"
+# HTTP statuses with which servers reject a request shape they do not support.
+_SHAPE_STATUS = frozenset({400, 404, 422, 500, 501})
+
+
+class Memory(BaseModel):
+    """Call this tool once for each new memory you want to record. Use multi-tool
+    calling to record multiple new memories."""
+
+    content: str = Field(
+        description="The memory as a well-written, standalone episode/fact/note/preference/etc."
+        " Refer to the user's instructions for more information the preferred memory organization."
+    )
+
+
+class SummarizeThread(BaseModel):
+    """A conversation's title and summary (:func:`create_thread_extractor`'s default)."""
+
+    title: str
+    summary: str
+
+
+class RemoveDoc(BaseModel):
+    """A deletion of the memory ``json_doc_id`` (trustcall's shape, so results of
+    either call shape read the same)."""
+
+    json_doc_id: str
+
+
+class ExtractedMemory(NamedTuple):
+    """One memory a manager produced: its id and content (a schema instance, or
+    :class:`RemoveDoc`)."""
+
+    id: str
+    content: BaseModel
+
+
+def rejects_tool_shape(error: BaseException) -> bool:
+    """Whether ``error`` says the server does not support the request's tool
+    shape (``tool_choice="any"``, tools at all), as opposed to any other failure.
+    A context overflow is an HTTP 400 too, but no reason to change shape.
+
+    Examples:
+        >>> class E(Exception):
+        ...     status_code = 500
+        >>> rejects_tool_shape(E("Unsupported tool_choice")), rejects_tool_shape(ValueError())
+        (True, False)
+        >>> rejects_tool_shape(type("E4", (Exception,), {"status_code": 400})(
+        ...     "This model's maximum context length is 4096 tokens"))
+        False
+    """
+    cause = classify(error)
+    return cause == "unsupported" or (
+        cause == "error" and getattr(error, "status_code", None) in _SHAPE_STATUS
+    )
+
+
+def conversation(messages: Sequence[Any]) -> str:
+    """The messages as LangMem renders them for its managers."""
+    msgs = merge_message_runs(convert_to_messages(list(messages)))
+    return "\n\n".join(m.pretty_repr() for m in msgs)
+
+
+MEMORY_INSTRUCTIONS = """You are a long-term memory manager maintaining a core store of \
+semantic, procedural, and episodic memory. These memories power a life-long learning \
+agent's core predictive model.
+
+What should the agent learn from this interaction about the user, itself, or how it \
+should act? Reflect on the input trajectory and current memories (if any).
+
+1. **Extract & Contextualize**: identify essential facts, relationships, preferences, \
+reasoning procedures, and context; caveat uncertain information.
+2. **Compare & Update**: attend to novel information that deviates from existing \
+memories; consolidate and compress redundant memories; remove incorrect or redundant \
+memories while keeping internal consistency.
+3. **Synthesize & Reason**: what can you conclude about the user, the agent ("I"), or \
+the environment?
+
+Record memory content exactly as you'd want to recall it. Prefer dense, complete \
+memories over overlapping ones; nothing worth remembering forgotten, nothing false \
+remembered."""
