@@ -24,6 +24,7 @@ from langgraph.store.base import (
     SearchItem,
     TTLConfig,
 )
+from psycopg.types import TypeInfo
 
 from ...errors import ConfigurationError, InvalidValueError, StoreError
 from .._base import BatchPlan, HybridStore
@@ -59,6 +60,9 @@ class PostgresCore(HybridStore):
     """Configuration and the conversation generators shared by both stores."""
 
     distance_types = ("cosine", "inner_product", "l2")
+    #: The server's ``vector`` type and its dumper, learnt at setup.
+    _info: TypeInfo | None
+    _dumper: type | None
 
     def _configure(
         self,

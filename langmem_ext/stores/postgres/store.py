@@ -63,6 +63,29 @@ def drive(steps: Steps, conn: psycopg.Connection[Any]) -> Any:
             return stop.value
 
 
+def setup_on(core: PostgresCore, conn: psycopg.Connection[Any]) -> None:
+    """Create or migrate ``core``'s schema on ``conn`` and learn the server's
+    ``vector`` type (both stores' sync setup)."""
+    try:
+        with conn.transaction():
+            drive(core._setup_steps(), conn)
+        info = TypeInfo.fetch(conn, "vector")
+    except psycopg.Error as e:
+        raise translate(e, "setup") from e
+    assert info is not None
+    core._dumper = dumper_for(info)
+    core._info = info
+
+
+def connect_error(e: psycopg.Error) -> StoreError:
+    """The error for a server that cannot be reached at setup (both stores)."""
+    return StoreError(
+        f"cannot connect to PostgreSQL ({one_line(e)}); check the connection "
+        "string: host (or socket directory), port, dbname, user and password",
+        sqlstate=e.sqlstate,
+    )
+
+
 def _many(conn: psycopg.Connection[Any], many: Many) -> list[Any]:
     # Pipeline mode: every statement is sent before any result is read, one
     # round trip for all (psycopg syncs on the first fetch).
@@ -175,11 +198,7 @@ class PostgresStore(PostgresCore):
                 try:
                     conn = psycopg.connect(self._conninfo, autocommit=True, connect_timeout=10)
                 except psycopg.Error as e:
-                    raise StoreError(
-                        f"cannot connect to PostgreSQL ({one_line(e)}); check the connection "
-                        "string: host (or socket directory), port, dbname, user and password",
-                        sqlstate=e.sqlstate,
-                    ) from e
+                    raise connect_error(e) from e
                 with conn:
                     self._setup_on(conn)
                 self._open_pool()
@@ -191,15 +210,7 @@ class PostgresStore(PostgresCore):
                     self._setup_on(conn)
 
     def _setup_on(self, conn: psycopg.Connection[Any]) -> None:
-        try:
-            with conn.transaction():
-                drive(self._setup_steps(), conn)
-            info = TypeInfo.fetch(conn, "vector")
-        except psycopg.Error as e:
-            raise translate(e, "setup") from e
-        assert info is not None
-        self._dumper = dumper_for(info)
-        self._info = info
+        setup_on(self, conn)
 
     def _open_pool(self) -> None:
         pc = dict(self._pool_config)

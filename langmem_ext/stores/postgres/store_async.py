@@ -18,7 +18,7 @@ from langgraph.store.base import Op, Result, TTLConfig
 from psycopg.types import TypeInfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from ...errors import InvalidValueError, StoreError
+from ...errors import InvalidValueError
 from .._ops import SearchMode
 from ..embeddings import IndexInput
 from . import _transfer
@@ -31,9 +31,9 @@ from ._core import (
     Steps,
     VectorIndexConfig,
 )
-from ._errors import one_line, translate
+from ._errors import translate
 from ._merge import CallMerger, dedupe_reads, spread
-from .store import PIPELINE, PoolConfig, drive
+from .store import PIPELINE, PoolConfig, connect_error, drive, setup_on
 
 __all__ = ["AsyncPostgresStore"]
 
@@ -186,11 +186,7 @@ class AsyncPostgresStore(PostgresCore):
                         self._conninfo, autocommit=True, connect_timeout=10
                     )
                 except psycopg.Error as e:
-                    raise StoreError(
-                        f"cannot connect to PostgreSQL ({one_line(e)}); check the connection "
-                        "string: host (or socket directory), port, dbname, user and password",
-                        sqlstate=e.sqlstate,
-                    ) from e
+                    raise connect_error(e) from e
                 async with conn:
                     await self._setup_on(conn)
             elif self._conn is not None:
@@ -202,17 +198,6 @@ class AsyncPostgresStore(PostgresCore):
             if self._owns_pool and self._pool is None:
                 await self._open_pool()
             self._loop = asyncio.get_running_loop()
-
-    def _setup_sync(self, conn: psycopg.Connection[Any]) -> None:
-        try:
-            with conn.transaction():
-                drive(self._setup_steps(), conn)
-            info = TypeInfo.fetch(conn, "vector")
-        except psycopg.Error as e:
-            raise translate(e, "setup") from e
-        assert info is not None
-        self._dumper = dumper_for(info)
-        self._info = info
 
     async def _setup_on(self, conn: psycopg.AsyncConnection[Any]) -> None:
         try:
@@ -413,7 +398,7 @@ class _SyncSide:
         if self._store._info is None and self.dsn is not None:
             # setup through a sync connection, same generator as asetup
             with psycopg.connect(self.dsn, autocommit=True) as conn:
-                self._store._setup_sync(conn)
+                setup_on(self._store, conn)
         pool = self._conn_pool()
         if pool is None:
             raise RuntimeError(
