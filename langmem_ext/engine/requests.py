@@ -38,6 +38,13 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
 from langgraph.store.base import BaseStore
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+)
 
 from ..errors import LangmemError, ProviderError, RateLimitedError
 
@@ -194,32 +201,34 @@ async def _execute_async(store: BaseStore, request: Batch | Embed) -> Any:
     return await store.abatch(request.ops)
 
 
+def _retrying(config: Any) -> dict[str, Any]:
+    """tenacity's settings for ``config.retry``: transient failures only,
+    :meth:`RetryPolicy.delay` between attempts, a coded error at the end."""
+    policy_: RetryPolicy = config.retry
+
+    def give_up(state: RetryCallState) -> Any:
+        error = state.outcome.exception() if state.outcome else None
+        assert error is not None
+        raise _give_up(error, state.attempt_number) from error
+
+    def wait(state: RetryCallState) -> float:
+        error = state.outcome.exception() if state.outcome else None
+        return policy_.delay(state.attempt_number - 1, error or Exception())
+
+    return {
+        "stop": stop_after_attempt(policy_.retries + 1),
+        "wait": wait,
+        "retry": retry_if_exception(_transient),
+        "retry_error_callback": give_up,
+    }
+
+
 def _retry_sync(call: Callable[[], T], config: Any) -> T:
-    policy_ = config.retry
-    for attempt in range(policy_.retries + 1):
-        try:
-            return call()
-        except Exception as e:
-            if not _transient(e):
-                raise
-            if attempt == policy_.retries:
-                raise _give_up(e, attempt + 1) from e
-            config.sleep(policy_.delay(attempt, e))
-    raise AssertionError("unreachable")
+    return Retrying(sleep=config.sleep, **_retrying(config))(call)
 
 
 async def _retry_async(call: Callable[[], Any], config: Any) -> Any:
-    policy_ = config.retry
-    for attempt in range(policy_.retries + 1):
-        try:
-            return await call()
-        except Exception as e:
-            if not _transient(e):
-                raise
-            if attempt == policy_.retries:
-                raise _give_up(e, attempt + 1) from e
-            await asyncio.sleep(policy_.delay(attempt, e))
-    raise AssertionError("unreachable")
+    return await AsyncRetrying(**_retrying(config))(call)
 
 
 class _Defaults(NamedTuple):
