@@ -338,7 +338,7 @@ def bench_store(
     """
     KINDS = dev_module("bench.store_data").KINDS
     speed = dev_module("bench.store_speed")
-    CONTENDERS, report = speed.CONTENDERS, speed.report
+    CONTENDERS, report = speed.CONTENDERS, dev_module("bench.store_report").report
 
     names = [s.strip() for s in stores.split(",") if s.strip()]
     unknown = [n for n in names if n not in CONTENDERS]
