@@ -30,7 +30,7 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-__all__ = ["EmbeddedPostgres", "start_embedded_postgres"]
+__all__ = ["EmbeddedPostgres", "drop_database", "settle", "start_embedded_postgres"]
 
 logger = logging.getLogger(__name__)
 
@@ -176,3 +176,23 @@ def start_embedded_postgres(settings: Mapping[str, str] | None = None) -> Embedd
     with psycopg.connect(server.conninfo("langmem_test"), autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     return server
+
+
+def settle(dsn: str) -> None:
+    """What autovacuum does to a loaded table before long: planner statistics,
+    and the visibility map that lets index-only scans skip the heap."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+
+
+def drop_database(dsn: str) -> None:
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    """Drop ``dsn``'s database if it exists (a benchmark's scratch database)."""
+    info = conninfo_to_dict(dsn)
+    name = info.pop("dbname")
+    try:
+        with psycopg.connect(make_conninfo("", **info, dbname="postgres"), autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    except psycopg.Error:
+        pass

@@ -4,12 +4,13 @@ stores, and a chart of them (see :mod:`.store_speed`)."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .store_data import KINDS
-from .store_speed import CASES, embedder_throughput, run_store_bench
+from .store_speed import CASES, run_store_bench
 
 
 def plot(rows: list[dict[str, Any]], path: Path) -> Path | None:
@@ -142,3 +143,22 @@ def report(
     if png:
         console.print(f"wrote {png}")
     return rows
+
+
+def embedder_throughput(n: int = 200) -> dict[str, float]:
+    """The offline default embedder's own speed (load, texts/s, one query)."""
+    t = time.perf_counter()
+    from langmem_ext.stores.embeddings import LocalEmbeddings
+
+    emb = LocalEmbeddings()
+    emb.embed_query("warm up")
+    load = time.perf_counter() - t
+    base = "I went hiking with my sister last weekend and we saw a waterfall near the lake"
+    texts = [f"{base} ({i})" for i in range(n)]
+    t = time.perf_counter()
+    emb.embed_documents(texts)
+    rate = n / (time.perf_counter() - t)
+    t = time.perf_counter()
+    for i in range(20):
+        emb.embed_query(f"where did she go hiking {i}")
+    return {"load_s": load, "docs_per_s": rate, "query_ms": (time.perf_counter() - t) / 20 * 1000}

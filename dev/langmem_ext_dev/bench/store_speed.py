@@ -182,15 +182,6 @@ CONTENDERS: dict[str, Contender] = {
 }
 
 
-def _settle(dsn: str) -> None:
-    """What autovacuum does to a loaded table before long: planner statistics,
-    and the visibility map that lets index-only scans skip the heap."""
-    import psycopg
-
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("VACUUM ANALYZE")
-
-
 def item(i: int, text: str | None = None) -> tuple[tuple[str, ...], str, dict[str, Any]]:
     ns = ("user", f"u{i % NAMESPACES}", f"s{i // (10 * NAMESPACES)}")
     return ns, f"k{i}", {"text": text or f"doc {i}", "bucket": i % 20}
@@ -292,7 +283,9 @@ def _load_phase(job: dict[str, Any], report: Any) -> dict[str, Any]:
         out["put_per_s"] = n / out["load_s"]
         store.put(SOLO, f"k{n}", {"text": texts[n] if texts else f"doc {n}", "bucket": 0})
         if c.needs_postgres:
-            _settle(job["dsn"])
+            from ..postgres import settle
+
+            settle(job["dsn"])
         report(("phase", "exact search"))
         truth = _truth(docs, queries)
         np.savez(tmp / "truth.npz", queries=queries, **truth)  # type: ignore[arg-type]
@@ -490,40 +483,10 @@ def _bench_one(
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         if c.needs_postgres:
-            _drop_database(str(job["dsn"]))
+            from ..postgres import drop_database
+
+            drop_database(str(job["dsn"]))
     # 1-minute load average after this contender: on a small shared machine, other
     # work beside the run moves latencies.
     row["loadavg_1m"] = os.getloadavg()[0]
     return row
-
-
-def _drop_database(dsn: str) -> None:
-    import psycopg
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    info = conninfo_to_dict(dsn)
-    name = info.pop("dbname")
-    try:
-        with psycopg.connect(make_conninfo("", **info, dbname="postgres"), autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    except psycopg.Error:
-        pass
-
-
-def embedder_throughput(n: int = 200) -> dict[str, float]:
-    """The offline default embedder's own speed (load, texts/s, one query)."""
-    t = time.perf_counter()
-    from langmem_ext.stores.embeddings import LocalEmbeddings
-
-    emb = LocalEmbeddings()
-    emb.embed_query("warm up")
-    load = time.perf_counter() - t
-    base = "I went hiking with my sister last weekend and we saw a waterfall near the lake"
-    texts = [f"{base} ({i})" for i in range(n)]
-    t = time.perf_counter()
-    emb.embed_documents(texts)
-    rate = n / (time.perf_counter() - t)
-    t = time.perf_counter()
-    for i in range(20):
-        emb.embed_query(f"where did she go hiking {i}")
-    return {"load_s": load, "docs_per_s": rate, "query_ms": (time.perf_counter() - t) / 20 * 1000}
