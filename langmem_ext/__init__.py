@@ -61,6 +61,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time names load on 
     from .servers import create_mcp_server, create_ui_app
     from .stores import (
         AsyncPostgresStore,
+        AsyncSqliteStore,
         CachedEmbeddings,
         HybridSearchOp,
         IndexConfig,
@@ -68,6 +69,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time names load on 
         PostgresStore,
         SQLiteStore,
         VectorIndexConfig,
+        set_threads,
     )
 
 #: Where each exported name lives: ``import langmem_ext`` imports none of them,
@@ -125,12 +127,15 @@ _EXPORTS = {
     "create_search_memory_tool": ".langmem",
     "create_thread_extractor": ".langmem",
     "create_ui_app": ".servers",
+    "AsyncSqliteStore": ".stores",
+    "set_threads": ".stores",
 }
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AsyncPostgresStore",
+    "AsyncSqliteStore",
     "AuthenticationError",
     "CachedEmbeddings",
     "CompartmentFullError",
@@ -183,6 +188,7 @@ __all__ = [
     "create_search_memory_tool",
     "create_thread_extractor",
     "create_ui_app",
+    "set_threads",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, ["__version__"])

@@ -14,7 +14,8 @@ from ._filters import OPERATORS, normalize_filter
 from ._metrics import StoreMetrics, instrument_stores
 from ._ops import SEARCH_MODES, HybridSearchOp, SearchMode
 from .embeddings import CachedEmbeddings, IndexConfig, LocalEmbeddings
-from .sqlite import SQLiteStore
+from .sqlite import AsyncSqliteStore, SQLiteStore
+from .threads import set_threads
 
 if TYPE_CHECKING:
     from .postgres import AsyncPostgresStore, PostgresStore, VectorIndexConfig
@@ -23,6 +24,7 @@ __all__ = [
     "OPERATORS",
     "SEARCH_MODES",
     "AsyncPostgresStore",
+    "AsyncSqliteStore",
     "CachedEmbeddings",
     "HybridSearchOp",
     "HybridStore",
@@ -35,6 +37,7 @@ __all__ = [
     "VectorIndexConfig",
     "instrument_stores",
     "normalize_filter",
+    "set_threads",
     "supports_hybrid",
 ]
 

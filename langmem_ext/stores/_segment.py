@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from .threads import threads_for
+
 __all__ = [
     "Segment",
     "f32_dots",
@@ -61,7 +63,7 @@ try:  # SIMD int8 dot products; numpy (slower, same numbers) where it is missing
 except ImportError:  # pragma: no cover - simsimd has wheels for every common platform
     _simd = None
 
-_PARALLEL_ROWS = 200_000  # larger scans use every core
+_PARALLEL_ROWS = 200_000  # larger scans are bulk work (see .threads)
 
 
 def int8_dots(codes: np.ndarray, qcode: np.ndarray) -> np.ndarray:
@@ -69,7 +71,7 @@ def int8_dots(codes: np.ndarray, qcode: np.ndarray) -> np.ndarray:
     if len(codes) == 0:
         return np.empty(0, dtype=np.float64)
     if _simd is not None:
-        threads = (os.cpu_count() or 1) if len(codes) >= _PARALLEL_ROWS else 1
+        threads = threads_for("bulk" if len(codes) >= _PARALLEL_ROWS else "query")
         out = _simd.cdist(codes, qcode[None, :], metric="dot", threads=threads)
         return np.asarray(out, dtype=np.float64).reshape(-1)
     return codes.astype(np.float32) @ qcode.astype(np.float32)  # pragma: no cover

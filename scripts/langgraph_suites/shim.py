@@ -22,7 +22,7 @@ import langgraph.store.postgres
 import langgraph.store.sqlite
 from psycopg.rows import dict_row
 
-from langmem_ext import SQLiteStore
+from langmem_ext import AsyncSqliteStore, SQLiteStore
 from langmem_ext.stores.postgres import AsyncPostgresStore, PostgresStore
 from langmem_ext.stores.postgres._schema import MIGRATIONS
 from langmem_ext.stores.sqlite.schema import MIGRATIONS as SQLITE_MIGRATIONS
@@ -78,22 +78,13 @@ class VectorSQLiteStore(SQLiteStore):
         super().__init__(conn, **_vector_mode(kwargs))
 
 
-class VectorAsyncSQLiteStore(VectorSQLiteStore):
-    """LangGraph's ``AsyncSqliteStore``: our SQLiteStore serves sync and async
-    callers alike; only the constructor helpers are awaitable here."""
+class VectorAsyncSQLiteStore(AsyncSqliteStore):
+    """LangGraph's ``AsyncSqliteStore``: ours, in vector mode (nothing added)."""
 
-    @classmethod
-    @contextlib.asynccontextmanager
-    async def from_conn_string(cls, conn_string: str, **kwargs: Any) -> AsyncIterator[Any]:  # type: ignore[override]
-        store = cls(conn_string, **kwargs)
-        try:
-            await store.asetup()
-            yield store
-        finally:
-            await store.aclose()
+    MIGRATIONS = VectorSQLiteStore.MIGRATIONS
 
-    async def setup(self) -> None:  # type: ignore[override]
-        await self.asetup()
+    def __init__(self, conn: Any = ":memory:", **kwargs: Any) -> None:
+        super().__init__(conn, **_vector_mode(kwargs))
 
 
 def install() -> None:

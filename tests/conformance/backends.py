@@ -19,7 +19,7 @@ import pytest
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
-from langmem_ext import SQLiteStore
+from langmem_ext import AsyncSqliteStore, SQLiteStore
 
 # Capabilities beyond LangGraph's shared contract.
 OURS = frozenset(
@@ -68,8 +68,17 @@ def _inmemory(
     return InMemoryStore(index=index)
 
 
+def _sqlite_async(
+    request: Any, tmp_path: Any, *, index: Any = None, ttl: Any = None, is_async: bool = False
+) -> BaseStore:
+    # LangGraph's async shape for async tests (awaitable sweeper), else the sync store.
+    cls = AsyncSqliteStore if is_async else SQLiteStore
+    return cls(tmp_path / "store.db", index=index, ttl=ttl)
+
+
 BACKENDS: list[Backend] = [
     Backend("sqlite-file", _sqlite_file, OURS),
+    Backend("sqlite-async", _sqlite_async, OURS),
     Backend("sqlite-memory", _sqlite_memory, OURS),
     Backend("langgraph-inmemory", _inmemory, frozenset()),
 ]

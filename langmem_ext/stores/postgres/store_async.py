@@ -19,6 +19,7 @@ from psycopg.types import TypeInfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from ...errors import InvalidValueError
+from .._async_ttl import AsyncTTLSweeper
 from .._ops import SearchMode
 from ..embeddings import IndexInput
 from . import _transfer
@@ -71,7 +72,7 @@ async def _amany(conn: psycopg.AsyncConnection[Any], many: Many) -> list[Any]:
         return [await cur.fetchall() if s.fetch else None for cur, s in zip(curs, many.steps)]
 
 
-class AsyncPostgresStore(PostgresCore):
+class AsyncPostgresStore(AsyncTTLSweeper, PostgresCore):  # type: ignore[misc]
     """Async :class:`~langmem_ext.PostgresStore`: same arguments, but ``conn`` is a
     connection string (an owned ``AsyncConnectionPool``), a
     ``psycopg.AsyncConnection`` or an ``AsyncConnectionPool``.
@@ -325,52 +326,6 @@ class AsyncPostgresStore(PostgresCore):
         return int(await self._run(self._sweep_steps(), "the TTL sweep"))
 
     asweep_ttl = sweep_ttl
-
-    async def start_ttl_sweeper(  # type: ignore[override]
-        self, sweep_interval_minutes: float | None = None
-    ) -> asyncio.Task[None]:
-        """Sweep expired items periodically in a task of the running loop
-        (LangGraph's shape: ``task = await store.start_ttl_sweeper()``). The
-        interval defaults to ``ttl["sweep_interval_minutes"]``, else 5 minutes.
-        """
-        if self._sweep_task is not None and not self._sweep_task.done():
-            return self._sweep_task
-        interval = sweep_interval_minutes
-        if interval is None and self.ttl_config:
-            interval = self.ttl_config.get("sweep_interval_minutes")
-        seconds = 60.0 * (5.0 if interval is None else float(interval))
-        stop = self._sweep_event = asyncio.Event()
-
-        async def loop() -> None:
-            while True:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(stop.wait(), seconds)
-                if stop.is_set():
-                    return
-                try:
-                    n = await self.sweep_ttl()
-                    if n:
-                        logger.info("TTL sweeper deleted %d expired items", n)
-                except Exception:
-                    logger.exception("TTL sweep failed; retrying at the next interval")
-
-        self._sweep_task = asyncio.get_running_loop().create_task(loop(), name="lmx-ttl-sweeper")
-        return self._sweep_task
-
-    async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:  # type: ignore[override]
-        """Stop the sweeper task; True if it stopped within ``timeout`` seconds."""
-        task = self._sweep_task
-        if task is None or task.done():
-            self._sweep_task = None
-            return True
-        assert self._sweep_event is not None
-        self._sweep_event.set()
-        try:
-            await asyncio.wait_for(asyncio.shield(task), timeout)
-        except asyncio.TimeoutError:
-            return False
-        self._sweep_task = None
-        return True
 
 
 class _SyncSide:

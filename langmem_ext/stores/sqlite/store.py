@@ -133,6 +133,9 @@ class SQLiteStore(HybridStore):
         """Stop the TTL sweeper and close the connection. The store can be reopened
         by using it again."""
         self.stop_ttl_sweeper()
+        self._close_connection()
+
+    def _close_connection(self) -> None:
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
