@@ -501,3 +501,13 @@ def test_no_example_text_of_the_request_becomes_a_stored_fact(engine, ctx, refle
     assert contents(engine, ctx) == ["Works as a nurse"]
     assert {d.reason for d in result.dropped} == {"example_text"}
     assert not {f.subject for f in engine.get_profile(ctx).facts} & set(examples)
+
+
+def test_an_invented_first_person_line_is_not_stored(engine, ctx, reflect):
+    """A small model answering small talk writes lines as if it were someone;
+    a first-person line keeps its place only when the user said its words."""
+    turn = [HumanMessage("Hello again, I live in Lyon now", id="h1"), AIMessage("Hi!", id="a1")]
+    answer = [fact("I'm looking forward to working with you soon."), fact("I live in Lyon")]
+    result = reflect(make_executor([answer], engine), turn, config_for(ctx))
+    assert contents(engine, ctx) == ["I live in Lyon"]
+    assert [d.reason for d in result.dropped] == ["not_from_user"]

@@ -18,6 +18,10 @@ candidate of a reply is screened before it is stored:
   or more than :data:`MAX_FACT_CHARS` characters;
 * **repeats** collapse: facts of one reply with the same content (case and
   white space folded) are kept once, with the highest confidence given;
+* **invented first-person lines** are dropped: a fact written in the first
+  person ("I'm looking forward to…") none of whose content words the user
+  said is the model speaking, not a fact about the user (reason
+  ``not_from_user``; "I live in Lyon" after the user said so is kept);
 * **example text** is dropped: a fact equal to an example the prompt or its
   schema gives (:func:`examples_in`), or holding an unfilled placeholder
   such as ``<city>``, is the model copying the request, not the user.
@@ -104,6 +108,21 @@ _SENTENCE_END = re.compile(
 # An example in a prompt or schema: a quoted text after "e.g." or in brackets.
 _EXAMPLE = re.compile(r"""(?:e\.g\.,?|\()\s*(["'])([^"'\n]{2,120})\1""")
 _PLACEHOLDER = re.compile(r"<[a-z][a-z _-]{0,30}>", re.I)
+_FIRST_PERSON = re.compile(r"^\W*(i|i'm|i've|i'll|i'd|my|me|we|we're|our)\b", re.I)
+
+
+def invented(content: str, turns: Sequence[BaseMessage]) -> bool:
+    """Whether ``content`` is a first-person line with no content word the user said.
+
+    Examples:
+        >>> from langchain_core.messages import HumanMessage
+        >>> turn = [HumanMessage("Hello again, I live in Lyon")]
+        >>> invented("I'm looking forward to it", turn), invented("I live in Lyon", turn)
+        (True, False)
+    """
+    if not _FIRST_PERSON.match(content):
+        return False
+    return not (_words(content) & _words(_said(turns, "human")))
 
 
 def examples_in(*texts: str) -> frozenset[str]:
@@ -136,7 +155,7 @@ def is_example(content: str, examples: frozenset[str] = frozenset()) -> bool:
 @dataclass(frozen=True)
 class DroppedFact:
     """A candidate screened out: ``reason`` is ``assistant_copy``, ``too_long``,
-    ``example_text`` or ``repeat``."""
+    ``example_text``, ``not_from_user`` or ``repeat``."""
 
     content: str
     reason: str
@@ -220,6 +239,8 @@ def screen(
             or is_example(f.predicate or "")
         ):
             reason = "example_text"
+        elif invented(f.content, turns):
+            reason = "not_from_user"
         elif copy_ratio(f.content, turns) > COPY_OVERLAP:
             reason = "assistant_copy"
         if reason is not None:
