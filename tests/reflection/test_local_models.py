@@ -511,3 +511,15 @@ def test_an_invented_first_person_line_is_not_stored(engine, ctx, reflect):
     result = reflect(make_executor([answer], engine), turn, config_for(ctx))
     assert contents(engine, ctx) == ["I live in Lyon"]
     assert [d.reason for d in result.dropped] == ["not_from_user"]
+
+
+def test_the_feedback_of_a_retry_is_not_stored_as_a_fact(engine, ctx, reflect):
+    """After an invalid answer the retry says what was wrong; a small model
+    copied that sentence as a fact."""
+    parrot = fact("The tool call's arguments are not valid JSON (Expecting ',' delimiter)")
+    model = ScriptedExtractionModel(
+        [broken_call(300, closed=True), [parrot, fact("Lives in Berlin")]]
+    )
+    result = reflect(make_executor(model, engine), BERLIN, config_for(ctx))
+    assert contents(engine, ctx) == ["Lives in Berlin"]
+    assert [d.reason for d in result.dropped] == ["example_text"]

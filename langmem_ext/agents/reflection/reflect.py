@@ -266,7 +266,9 @@ def _ask(
             else:
                 feedback = str(e)
             continue
-        kept, dropped = screen(facts, turns, thread_id=tid, examples=extractor.examples)
+        kept, dropped = screen(
+            facts, turns, thread_id=tid, examples=extractor.examples, feedback=feedback
+        )
         if best is None or len(kept) > len(best[0]):
             best = (kept, problems, dropped)
         if not problems:

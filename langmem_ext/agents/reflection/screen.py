@@ -108,7 +108,16 @@ _SENTENCE_END = re.compile(
 # An example in a prompt or schema: a quoted text after "e.g." or in brackets.
 _EXAMPLE = re.compile(r"""(?:e\.g\.,?|\()\s*(["'])([^"'\n]{2,120})\1""")
 _PLACEHOLDER = re.compile(r"<[a-z][a-z _-]{0,30}>", re.I)
+_EXCERPT = re.compile(r""":\s+['"]""")
 _FIRST_PERSON = re.compile(r"^\W*(i|i'm|i've|i'll|i'd|my|me|we|we're|our)\b", re.I)
+
+
+def _copies(content: str, source: set[str], user: set[str]) -> bool:
+    words = _words(content)
+    if not words:
+        return False
+    share = len(words & source) / len(words)
+    return share > COPY_OVERLAP and len(words & source) > len(words & user)
 
 
 def invented(content: str, turns: Sequence[BaseMessage]) -> bool:
@@ -224,9 +233,15 @@ def screen(
     *,
     thread_id: str = "?",
     examples: frozenset[str] = frozenset(),
+    feedback: str | None = None,
 ) -> tuple[list[FactCandidate], list[DroppedFact]]:
     """The facts of one reply worth storing, and the ones dropped (see the
-    module); ``examples``: the request's example texts (:func:`examples_in`)."""
+    module); ``examples``: the request's example texts (:func:`examples_in`);
+    ``feedback``: what the request said was wrong with the previous answer (a
+    fact mostly made of its words is the model copying it: ``example_text``)."""
+    said_by_user = _words(_said(turns, "human"))
+    # The package's own words only: the excerpt after ": '" is the model's answer.
+    told = _words(_EXCERPT.split(feedback or "", maxsplit=1)[0])
     kept: dict[str, FactCandidate] = {}
     dropped: list[DroppedFact] = []
     for f in facts:
@@ -237,7 +252,7 @@ def screen(
             is_example(f.content, examples)
             or is_example(f.subject or "")
             or is_example(f.predicate or "")
-        ):
+        ) or (told and _copies(f.content, told, said_by_user)):
             reason = "example_text"
         elif invented(f.content, turns):
             reason = "not_from_user"
