@@ -225,13 +225,30 @@ def test_a_correction_may_name_the_known_fact_by_number_or_text(
     old = engine.add_fact(ctx, "Lives in Berlin", "context", 0.9)
     fact = {"content": "Lives in Munich", "category": "correction", "confidence": 0.95}
     model = ScriptedExtractionModel([[{**fact, "replaces": named}]])
-    turn = [HumanMessage("Actually I live in Munich now, not Berlin", id="h5")]
+    # The user's words name no old value here: only replaces can tie the two.
+    turn = [HumanMessage("I live in Munich", id="h5")]
     result = reflect(make_executor(model, engine), turn, config_for(ctx))
     assert f"1. id={old.id}" in model.seen[0][0].content
     assert (result.superseded == [old.id]) is applied
     assert result.unknown_replaces == ([] if applied else [str(named)])
     expected = ["Lives in Munich"] if applied else ["Lives in Berlin", "Lives in Munich"]
     assert sorted(contents(engine, ctx)) == expected
+
+
+@pytest.mark.parametrize(
+    ("said", "tied"),
+    [
+        ("Actually I live in Munich now, not Berlin", True),
+        ("I moved to Munich", False),  # Berlin not named: no evidence
+        ("My friend lives in Munich, I still love Berlin", False),  # no change said
+    ],
+)
+def test_the_users_words_tie_a_correction_the_model_left_untied(engine, ctx, reflect, said, tied):
+    old = engine.add_fact(ctx, "Lives in Berlin", "context", 0.9)
+    model = ScriptedExtractionModel([[("Lives in Munich", "correction", 0.9)]])
+    result = reflect(make_executor(model, engine), [HumanMessage(said, id="h1")], config_for(ctx))
+    assert (result.superseded == [old.id]) is tied
+    assert result.unknown_replaces == []
 
 
 def test_the_cursor_sends_only_new_turns(engine, ctx, reflect, store):

@@ -80,7 +80,7 @@ from .extract import (
     _known,
     format_turns,
 )
-from .screen import DroppedFact, cut, screen
+from .screen import DroppedFact, cut, named_corrections, screen
 from .tokens import TokenCounter, token_counter
 
 __all__ = ["ReflectionResult", "ReflectionSettings", "reflect_steps"]
@@ -424,7 +424,7 @@ def reflect_steps(
                     budget.turns,
                 )
                 continue
-            facts = _checked_replaces(facts, related, result)
+            facts = named_corrections(_checked_replaces(facts, related, result), related, chunk)
             provenance: dict[str, Any] = {
                 # Marks the facts the profile cap may archive (never the user's own).
                 "source": pf.REFLECTION_SOURCE,

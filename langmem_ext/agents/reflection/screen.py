@@ -26,6 +26,13 @@ candidate of a reply is screened before it is stored:
   schema gives (:func:`examples_in`), or holding an unfilled placeholder
   such as ``<city>``, is the model copying the request, not the user.
 
+A correction the model did not tie to the fact it corrects is tied when the
+user's own words are the evidence (:func:`named_corrections`): the user
+signals a change ("moved", "no longer", "quit", "now"…) and names a word of
+exactly one known fact that the new fact drops ("isn't a lawyer any more" →
+the known "Sister Clara is a lawyer"), the two facts sharing a word of what
+they are about.
+
 Each dropped candidate is logged (its text cut to :data:`LOG_CHARS`) and
 returned with its reason, so a reflection reports it.
 
@@ -55,6 +62,7 @@ from dataclasses import dataclass, replace
 
 from langchain_core.messages import BaseMessage
 
+from ...engine.models import Fact
 from ...engine.profile import FactCandidate
 
 __all__ = [
@@ -67,6 +75,7 @@ __all__ = [
     "copy_ratio",
     "cut",
     "examples_in",
+    "named_corrections",
     "overlap",
     "screen",
 ]
@@ -108,6 +117,11 @@ _SENTENCE_END = re.compile(
 # An example in a prompt or schema: a quoted text after "e.g." or in brackets.
 _EXAMPLE = re.compile(r"""(?:e\.g\.,?|\()\s*(["'])([^"'\n]{2,120})\1""")
 _PLACEHOLDER = re.compile(r"<[a-z][a-z _-]{0,30}>", re.I)
+_CHANGE = re.compile(
+    r"\b(moved|move|no longer|any ?more|quit|left|changed|switched|retrained|"
+    r"correction|actually|update|instead|now|not)\b",
+    re.I,
+)
 _EXCERPT = re.compile(r""":\s+['"]""")
 _FIRST_PERSON = re.compile(r"^\W*(i|i'm|i've|i'll|i'd|my|me|we|we're|our)\b", re.I)
 
@@ -273,3 +287,45 @@ def screen(
             continue
         kept[key] = f
     return list(kept.values()), dropped
+
+
+def named_corrections(
+    facts: Sequence[FactCandidate], shown: Sequence[Fact], turns: Sequence[BaseMessage]
+) -> list[FactCandidate]:
+    """``facts`` with ``replaces`` set where the user's words tie a new fact
+    to the one known fact it changes (see the module); others unchanged.
+
+    Examples:
+        >>> from langchain_core.messages import HumanMessage
+        >>> from langmem_ext.engine.models import Fact
+        >>> old = Fact(id="f1", tenant_id="t", layer="user", layer_id="ada",
+        ...            content="Works at a bakery")
+        >>> turn = [HumanMessage("Update: I quit the bakery and now I work at a bookshop.")]
+        >>> [f.replaces for f in named_corrections(
+        ...     [FactCandidate("Works at a bookshop", "correction", 0.9)], [old], turn)]
+        ['f1']
+    """
+    said = _said(turns, "human")
+    if not shown or not _CHANGE.search(said):
+        return list(facts)
+    user = _words(said)
+    out = []
+    for f in facts:
+        if f.replaces is None:
+            new = _words(f.content)
+            tied = [
+                k
+                for k in shown
+                if (_words(k.content) - new) & user
+                and _words(k.content) & new
+                and _words(k.content) != new
+            ]
+            if len(tied) == 1:
+                logger.info(
+                    "%r replaces %r: the user names what changed",
+                    cut(f.content),
+                    cut(tied[0].content),
+                )
+                f = replace(f, replaces=tied[0].id)
+        out.append(f)
+    return out
