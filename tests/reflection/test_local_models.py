@@ -507,10 +507,14 @@ def test_an_invented_first_person_line_is_not_stored(engine, ctx, reflect):
     """A small model answering small talk writes lines as if it were someone;
     a first-person line keeps its place only when the user said its words."""
     turn = [HumanMessage("Hello again, I live in Lyon now", id="h1"), AIMessage("Hi!", id="a1")]
-    answer = [fact("I'm looking forward to working with you soon."), fact("I live in Lyon")]
+    answer = [
+        fact("I'm looking forward to working with you soon."),
+        fact("What's your favorite color?"),
+        fact("I live in Lyon"),
+    ]
     result = reflect(make_executor([answer], engine), turn, config_for(ctx))
     assert contents(engine, ctx) == ["I live in Lyon"]
-    assert [d.reason for d in result.dropped] == ["not_from_user"]
+    assert [d.reason for d in result.dropped] == ["not_from_user", "not_from_user"]
 
 
 def test_the_feedback_of_a_retry_is_not_stored_as_a_fact(engine, ctx, reflect):

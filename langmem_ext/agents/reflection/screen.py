@@ -18,20 +18,20 @@ candidate of a reply is screened before it is stored:
   or more than :data:`MAX_FACT_CHARS` characters;
 * **repeats** collapse: facts of one reply with the same content (case and
   white space folded) are kept once, with the highest confidence given;
-* **invented first-person lines** are dropped: a fact written in the first
-  person ("I'm looking forward to…") none of whose content words the user
-  said is the model speaking, not a fact about the user (reason
-  ``not_from_user``; "I live in Lyon" after the user said so is kept);
+* **invented first-person lines and questions** are dropped: a fact written
+  in the first person ("I'm looking forward to…") none of whose content
+  words the user said, or a question ("What's your favorite color?"), is the
+  model speaking, not a fact about the user (reason ``not_from_user``; "I
+  live in Lyon" after the user said so is kept);
 * **example text** is dropped: a fact equal to an example the prompt or its
   schema gives (:func:`examples_in`), or holding an unfilled placeholder
   such as ``<city>``, is the model copying the request, not the user.
 
 A correction the model did not tie to the fact it corrects is tied when the
-user's own words are the evidence (:func:`named_corrections`): the user
-signals a change ("moved", "no longer", "quit", "now"…) and names a word of
-exactly one known fact that the new fact drops ("isn't a lawyer any more" →
-the known "Sister Clara is a lawyer"), the two facts sharing a word of what
-they are about.
+user's own words are the evidence (:func:`named_corrections`): the user says
+what no longer holds ("quit the bakery", "isn't a lawyer any more", "not
+Berlin", "moved from Paris"), that word belongs to exactly one known fact,
+and the new fact shares a word with it.
 
 Each dropped candidate is logged (its text cut to :data:`LOG_CHARS`) and
 returned with its reason, so a reflection reports it.
@@ -72,6 +72,7 @@ __all__ = [
     "MAX_FACT_SENTENCES",
     "STOPWORDS",
     "DroppedFact",
+    "changed_words",
     "copy_ratio",
     "cut",
     "examples_in",
@@ -117,10 +118,11 @@ _SENTENCE_END = re.compile(
 # An example in a prompt or schema: a quoted text after "e.g." or in brackets.
 _EXAMPLE = re.compile(r"""(?:e\.g\.,?|\()\s*(["'])([^"'\n]{2,120})\1""")
 _PLACEHOLDER = re.compile(r"<[a-z][a-z _-]{0,30}>", re.I)
-_CHANGE = re.compile(
-    r"\b(moved|move|no longer|any ?more|quit|left|changed|switched|retrained|"
-    r"correction|actually|update|instead|now|not)\b",
-    re.I,
+_TOKEN = re.compile(r"[\w']+")
+# Words after which the user names what no longer holds.
+_CHANGE_BEFORE = frozenset(
+    "quit left leaving stopped not isn't aren't wasn't weren't don't doesn't longer "
+    "instead former ex".split()
 )
 _EXCERPT = re.compile(r""":\s+['"]""")
 _FIRST_PERSON = re.compile(r"^\W*(i|i'm|i've|i'll|i'd|my|me|we|we're|our)\b", re.I)
@@ -268,7 +270,7 @@ def screen(
             or is_example(f.predicate or "")
         ) or (told and _copies(f.content, told, said_by_user)):
             reason = "example_text"
-        elif invented(f.content, turns):
+        elif invented(f.content, turns) or f.content.rstrip().endswith("?"):
             reason = "not_from_user"
         elif copy_ratio(f.content, turns) > COPY_OVERLAP:
             reason = "assistant_copy"
@@ -289,6 +291,27 @@ def screen(
     return list(kept.values()), dropped
 
 
+def changed_words(text: str) -> set[str]:
+    """The words ``text`` says changed: up to four words after "quit", "left",
+    "not", "no longer", "moved from"… and up to three before "any more".
+
+    Examples:
+        >>> sorted(changed_words("Clara isn't a lawyer any more, she works as a doctor"))
+        ['lawyer']
+        >>> sorted(changed_words("I moved to Munich")), sorted(changed_words("I quit the bakery"))
+        ([], ['bakery'])
+    """
+    tokens = _TOKEN.findall(text.casefold())
+    found: list[str] = []
+    for i, tok in enumerate(tokens):
+        prev = tokens[i - 1] if i else ""
+        if tok in _CHANGE_BEFORE or (tok == "from" and prev in ("moved", "switched")):
+            found += tokens[i + 1 : i + 5]
+        if tok == "anymore" or (tok == "more" and prev in ("any", "no")):
+            found += tokens[max(0, i - 4) : i]
+    return {t for t in found if t not in STOPWORDS and t not in _CHANGE_BEFORE}
+
+
 def named_corrections(
     facts: Sequence[FactCandidate], shown: Sequence[Fact], turns: Sequence[BaseMessage]
 ) -> list[FactCandidate]:
@@ -305,10 +328,9 @@ def named_corrections(
         ...     [FactCandidate("Works at a bookshop", "correction", 0.9)], [old], turn)]
         ['f1']
     """
-    said = _said(turns, "human")
-    if not shown or not _CHANGE.search(said):
+    named = changed_words(_said(turns, "human"))
+    if not shown or not named:
         return list(facts)
-    user = _words(said)
     out = []
     for f in facts:
         if f.replaces is None:
@@ -316,9 +338,9 @@ def named_corrections(
             tied = [
                 k
                 for k in shown
-                if (_words(k.content) - new) & user
+                if _words(k.content) & named
                 and _words(k.content) & new
-                and _words(k.content) != new
+                and _fold(k.content) != _fold(f.content)
             ]
             if len(tied) == 1:
                 logger.info(
