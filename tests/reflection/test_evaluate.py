@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -180,3 +182,17 @@ def test_eval_extraction_prints_the_table_and_writes_the_scores(tmp_path):
 def test_eval_extraction_rejects_bad_options(args, message):
     result = CliRunner().invoke(app, ["eval-extraction", "--model", "oracle", *args])
     assert result.exit_code == 2 and message in result.output
+
+
+@pytest.mark.parametrize("mode", ["oracle", "naive"])
+def test_eval_extraction_runs_without_the_postgres_extra(mode):
+    """A plain install has no psycopg; the command once died importing it."""
+    code = (
+        "import sys; sys.modules['psycopg'] = None; sys.modules['psycopg_pool'] = None\n"
+        "from langmem_ext.cli import main\n"
+        f"sys.argv = ['langmem-ext', 'eval-extraction', '--model', '{mode}', '--embed', 'none']\n"
+        "main()"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert f"**total** ({mode}) | 15/15" in out.stdout
