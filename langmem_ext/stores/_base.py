@@ -369,6 +369,30 @@ class HybridStore(BaseStore):
         op = self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl, mode)
         return (await self.abatch([op]))[0]  # type: ignore[list-item, return-value]
 
+    def as_retriever(
+        self,
+        namespace_prefix: tuple[str, ...],
+        *,
+        k: int = 4,
+        mode: SearchMode | None = None,
+        filter: dict[str, Any] | None = None,
+    ) -> Any:
+        """This store as a LangChain ``BaseRetriever`` (sync and async): each
+        query searches ``namespace_prefix`` and returns ``k`` ``Document``s with
+        ``namespace``, ``key``, ``score`` and the ``value`` in their metadata
+        (see :mod:`langmem_ext.stores.retriever`).
+
+        Examples:
+            >>> from langmem_ext import SQLiteStore
+            >>> store = SQLiteStore()
+            >>> store.put(("docs",), "1", {"text": "the cat sat"})
+            >>> store.as_retriever(("docs",), mode="keyword").invoke("cat")[0].page_content
+            'the cat sat'
+        """
+        from .retriever import as_retriever
+
+        return as_retriever(self, namespace_prefix, k=k, mode=mode, filter=filter)
+
     # -- TTL sweeper ---------------------------------------------------------------
 
     def sweep_ttl(self) -> int:  # pragma: no cover - provided by the backend

@@ -1,0 +1,85 @@
+"""A store as a LangChain retriever: documents with the item's text and its
+namespace, key, score and value; sync, async and in an LCEL chain; on SQLite,
+PostgreSQL and LangGraph's own store; bad arguments refused by name."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableLambda
+from langgraph.store.memory import InMemoryStore
+
+from langmem_ext import ConfigurationError, SQLiteStore
+from langmem_ext.stores.retriever import as_retriever
+from tests.embeddings import WordEmbeddings
+
+INDEX = {"dims": 64, "embed": WordEmbeddings(64), "fields": ["content"]}
+NOTES = {
+    "n1": {"content": "Ada prefers green tea in the morning", "tag": "drink"},
+    "n2": {"content": "Ada's sister Clara lives in Porto", "tag": "family"},
+    "n3": {"content": "Ada is learning Spanish", "tag": "hobby"},
+}
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request):
+    if request.param == "sqlite":
+        s = SQLiteStore(index=INDEX)
+    else:
+        from langmem_ext.stores.postgres import PostgresStore
+
+        dsn = request.getfixturevalue("pg_server").fresh_schema()
+        s = PostgresStore(dsn, index=INDEX)
+    for key, value in NOTES.items():
+        s.put(("memories", "ada"), key, value)
+    s.put(("memories", "bob"), "b1", {"content": "Bob prefers green tea too"})
+    yield s
+    s.close()
+
+
+@pytest.mark.parametrize("mode", [None, "hybrid", "vector", "keyword"])
+def test_documents_carry_the_text_and_where_it_came_from(store, mode):
+    retriever = store.as_retriever(("memories", "ada"), k=2, mode=mode)
+    assert isinstance(retriever, BaseRetriever)
+    docs = retriever.invoke("green tea")
+    assert 1 <= len(docs) <= 2
+    top = docs[0]
+    assert top.page_content == "Ada prefers green tea in the morning"
+    assert top.metadata["namespace"] == ("memories", "ada")
+    assert top.metadata["key"] == "n1"
+    assert top.metadata["value"] == NOTES["n1"]
+    assert isinstance(top.metadata["score"], float)
+    assert all(d.metadata["namespace"] == ("memories", "ada") for d in docs)  # never bob's
+
+
+def test_async_filter_and_a_chain(store):
+    retriever = store.as_retriever(("memories",), k=5, filter={"tag": "family"})
+    docs = asyncio.run(retriever.ainvoke("where does the sister live"))
+    assert [d.metadata["key"] for d in docs] == ["n2"]
+    chain = retriever | RunnableLambda(lambda docs: "\n".join(d.page_content for d in docs))
+    assert chain.invoke("sister") == "Ada's sister Clara lives in Porto"
+
+
+def test_any_langgraph_store_works_without_modes():
+    lg = InMemoryStore()
+    lg.put(("docs",), "1", {"text": "the cat sat"})
+    [doc] = as_retriever(lg, ("docs",)).invoke("cat")
+    assert (doc.page_content, doc.metadata["key"]) == ("the cat sat", "1")
+    with pytest.raises(ConfigurationError, match="has no search modes"):
+        as_retriever(lg, ("docs",), mode="keyword")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"k": 0}, "k must be a whole number from 1"),
+        ({"k": True}, "k must be a whole number from 1"),
+        ({"mode": "semantic"}, "unknown mode 'semantic'"),
+        ({"filter": "tag=x"}, "filter must be a dict"),
+    ],
+)
+def test_bad_arguments_are_refused_by_name(kwargs, message):
+    with pytest.raises(ConfigurationError, match=message):
+        SQLiteStore().as_retriever(("memories",), **kwargs)
