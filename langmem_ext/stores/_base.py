@@ -42,6 +42,8 @@ from ._ops import (
     shown,
 )
 from .embeddings import IndexInput, resolve_index
+from .rerankers import Reranker, reranker_from
+from .retriever import as_retriever, item_text
 
 __all__ = ["BatchPlan", "HybridStore", "langgraph_index", "supports_hybrid"]
 
@@ -215,14 +217,16 @@ class HybridStore(BaseStore):
         # Every backend's batch/abatch is measured (store.* metrics) without the
         # backends knowing: wrapped once, where the subclass defines them.
         super().__init_subclass__(**kwargs)
+        # The re-ranking stage, when configured, works the same way.
         if "batch" in cls.__dict__:
-            cls.batch = _measured(cls.__dict__["batch"])  # type: ignore[method-assign]
+            cls.batch = _measured(_reranked(cls.__dict__["batch"]))  # type: ignore[method-assign]
         if "abatch" in cls.__dict__:
-            cls.abatch = _ameasured(cls.__dict__["abatch"])  # type: ignore[method-assign]
+            cls.abatch = _ameasured(_areranked(cls.__dict__["abatch"]))  # type: ignore[method-assign]
 
     ttl_config: TTLConfig | None
     search_mode: SearchMode
     _sweeper: threading.Thread | None = None
+    _reranker: Reranker | None = None
     _sweep_stop: threading.Event | None = None
 
     def _configure_search(
@@ -232,6 +236,7 @@ class HybridStore(BaseStore):
         search_mode: SearchMode | None,
         cache_backend: Any,
     ) -> None:
+        index, self._reranker = reranker_from(index)
         resolved, self._ann_index_config, self.distance_type = langgraph_index(index)
         if self.distance_type not in self.distance_types:
             raise ConfigurationError(
@@ -242,7 +247,7 @@ class HybridStore(BaseStore):
             )
         self.index_config = dict(index) if isinstance(index, Mapping) else index
         if isinstance(resolved, Mapping) and resolved.get("dims") is not None:
-            self.index_config.setdefault("dims", resolved["dims"])  # type: ignore[union-attr]
+            self.index_config.setdefault("dims", resolved["dims"])
         self._index = resolve_index(resolved, backend=cache_backend)
         self.embeddings = self._index.embeddings if self._index else None
         if search_mode is not None and search_mode not in SEARCH_MODES:
@@ -389,8 +394,6 @@ class HybridStore(BaseStore):
             >>> store.as_retriever(("docs",), mode="keyword").invoke("cat")[0].page_content
             'the cat sat'
         """
-        from .retriever import as_retriever
-
         return as_retriever(self, namespace_prefix, k=k, mode=mode, filter=filter)
 
     # -- TTL sweeper ---------------------------------------------------------------
@@ -460,6 +463,44 @@ def _listed(ops: Any) -> tuple[Any, list[str]]:
         ops = list(ops)
         return ops, [op_name(op) for op in ops]
     return ops, []
+
+
+def _reranked(batch: Any) -> Any:
+    @functools.wraps(batch)
+    def reranked(self: HybridStore, ops: Iterable[Op]) -> list[Any]:
+        stage = self._reranker
+        if stage is None:
+            return batch(self, ops)
+        ops, _ = _listed(ops)
+        wide, picked = stage.widen(ops, self.search_mode) if isinstance(ops, list) else (ops, {})
+        if not picked:
+            return batch(self, ops)
+        results = batch(self, wide)
+        text = functools.partial(item_text, self)
+        for i, op in picked.items():
+            results[i] = stage.apply(op, results[i], text)
+        return results
+
+    return reranked
+
+
+def _areranked(abatch: Any) -> Any:
+    @functools.wraps(abatch)
+    async def reranked(self: HybridStore, ops: Iterable[Op]) -> list[Any]:
+        stage = self._reranker
+        if stage is None:
+            return await abatch(self, ops)
+        ops, _ = _listed(ops)
+        wide, picked = stage.widen(ops, self.search_mode) if isinstance(ops, list) else (ops, {})
+        if not picked:
+            return await abatch(self, ops)
+        results = await abatch(self, wide)
+        text = functools.partial(item_text, self)
+        for i, op in picked.items():
+            results[i] = await stage.aapply(op, results[i], text)
+        return results
+
+    return reranked
 
 
 def _measured(batch: Any) -> Any:

@@ -34,7 +34,7 @@ from pydantic import ConfigDict
 from ..errors import ConfigurationError
 from ._ops import SEARCH_MODES, SearchMode, check_namespace
 
-__all__ = ["StoreRetriever", "as_retriever"]
+__all__ = ["StoreRetriever", "as_retriever", "document", "item_text"]
 
 _MAX_K = 10_000
 
@@ -96,9 +96,7 @@ def as_retriever(
     if mode is not None:
         if mode not in SEARCH_MODES:
             raise ConfigurationError(f"unknown mode {mode!r}; use one of {', '.join(SEARCH_MODES)}")
-        from ._base import supports_hybrid
-
-        if not supports_hybrid(store):
+        if not getattr(store, "supports_hybrid", False):  # this package's stores
             raise ConfigurationError(f"{type(store).__name__} has no search modes; leave mode out")
     if filter is not None and not isinstance(filter, dict):
         raise ConfigurationError(f"filter must be a dict or None, got {type(filter).__name__}")
@@ -110,7 +108,7 @@ def as_retriever(
 def document(store: BaseStore, item: SearchItem) -> Document:
     """A search result as a ``Document`` (text: what the store indexes of it)."""
     return Document(
-        page_content=_text(store, item.value),
+        page_content=item_text(store, item.value),
         metadata={
             "namespace": tuple(item.namespace),
             "key": item.key,
@@ -122,7 +120,9 @@ def document(store: BaseStore, item: SearchItem) -> Document:
     )
 
 
-def _text(store: BaseStore, value: dict[str, Any]) -> str:
+def item_text(store: BaseStore, value: dict[str, Any]) -> str:
+    """What ``store`` indexes of ``value`` (its index ``fields``), else its
+    ``content`` or ``text``, else the value as JSON."""
     ours = getattr(store, "_index", None)  # this package's stores: the resolved config
     if ours is not None:
         paths = [tokens for path, tokens in ours.fields if path != "$"]
