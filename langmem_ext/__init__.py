@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING
 from ._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time names load on first use
-    from .agents import Compartments, MemoryPrompt, ReflectionExecutor, create_memory_tools
+    from .agents import (
+        Compartments,
+        MemoryPrompt,
+        ReflectionExecutor,
+        chat_reranker,
+        create_memory_tools,
+    )
     from .engine import (
         EngineConfig,
         EngineMetrics,
@@ -127,6 +133,7 @@ _EXPORTS = {
     "create_search_memory_tool": ".langmem",
     "create_thread_extractor": ".langmem",
     "create_ui_app": ".servers",
+    "chat_reranker": ".agents",
     "AsyncSqliteStore": ".stores",
     "set_threads": ".stores",
 }
@@ -179,6 +186,7 @@ __all__ = [
     "TenantAccessError",
     "VectorIndexConfig",
     "__version__",
+    "chat_reranker",
     "create_manage_memory_tool",
     "create_mcp_server",
     "create_memory_manager",

@@ -20,12 +20,14 @@ from .reflection import (
     ReflectionSettings,
     memory_context,
 )
+from .rerank import ChatReranker, chat_reranker
 from .tooling import MemoryTool
 from .tools import MEMORY_TOOL_NAMES, create_memory_tools
 
 __all__ = [
     "COMPARTMENTS",
     "MEMORY_TOOL_NAMES",
+    "ChatReranker",
     "Compartments",
     "FactExtractor",
     "MemoryEntry",
@@ -36,6 +38,7 @@ __all__ = [
     "ReflectionMiddleware",
     "ReflectionResult",
     "ReflectionSettings",
+    "chat_reranker",
     "create_memory_tools",
     "memory_context",
 ]
