@@ -510,11 +510,12 @@ def test_an_invented_first_person_line_is_not_stored(engine, ctx, reflect):
     answer = [
         fact("I'm looking forward to working with you soon."),
         fact("What's your favorite color?"),
+        fact("How about you have a picnic? I'd love to try it!"),
         fact("I live in Lyon"),
     ]
     result = reflect(make_executor([answer], engine), turn, config_for(ctx))
     assert contents(engine, ctx) == ["I live in Lyon"]
-    assert [d.reason for d in result.dropped] == ["not_from_user", "not_from_user"]
+    assert [d.reason for d in result.dropped] == ["not_from_user"] * 3
 
 
 def test_the_feedback_of_a_retry_is_not_stored_as_a_fact(engine, ctx, reflect):

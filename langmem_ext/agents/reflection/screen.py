@@ -20,7 +20,8 @@ candidate of a reply is screened before it is stored:
   white space folded) are kept once, with the highest confidence given;
 * **invented first-person lines and questions** are dropped: a fact written
   in the first person ("I'm looking forward to…") none of whose content
-  words the user said, or a question ("What's your favorite color?"), is the
+  words the user said, or a question (any "?": "What's your favorite
+  color?", "How about a picnic? I'd love to try it!"), is the
   model speaking, not a fact about the user (reason ``not_from_user``; "I
   live in Lyon" after the user said so is kept);
 * **example text** is dropped: a fact equal to an example the prompt or its
@@ -270,7 +271,7 @@ def screen(
             or is_example(f.predicate or "")
         ) or (told and _copies(f.content, told, said_by_user)):
             reason = "example_text"
-        elif invented(f.content, turns) or f.content.rstrip().endswith("?"):
+        elif invented(f.content, turns) or "?" in f.content:
             reason = "not_from_user"
         elif copy_ratio(f.content, turns) > COPY_OVERLAP:
             reason = "assistant_copy"
