@@ -65,6 +65,13 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time names load on 
         create_thread_extractor,
     )
     from .servers import create_mcp_server, create_ui_app
+    from .short_term import (
+        RunningSummary,
+        SummarizationNode,
+        SummarizationResult,
+        asummarize_messages,
+        summarize_messages,
+    )
     from .stores import (
         AsyncPostgresStore,
         AsyncSqliteStore,
@@ -133,6 +140,11 @@ _EXPORTS = {
     "create_search_memory_tool": ".langmem",
     "create_thread_extractor": ".langmem",
     "create_ui_app": ".servers",
+    "RunningSummary": ".short_term",
+    "SummarizationNode": ".short_term",
+    "SummarizationResult": ".short_term",
+    "asummarize_messages": ".short_term",
+    "summarize_messages": ".short_term",
     "chat_reranker": ".agents",
     "AsyncSqliteStore": ".stores",
     "set_threads": ".stores",
@@ -180,12 +192,16 @@ __all__ = [
     "ProviderError",
     "RateLimitedError",
     "ReflectionExecutor",
+    "RunningSummary",
     "SQLiteStore",
     "StoreError",
     "StoreUnavailableError",
+    "SummarizationNode",
+    "SummarizationResult",
     "TenantAccessError",
     "VectorIndexConfig",
     "__version__",
+    "asummarize_messages",
     "chat_reranker",
     "create_manage_memory_tool",
     "create_mcp_server",
@@ -197,6 +213,7 @@ __all__ = [
     "create_thread_extractor",
     "create_ui_app",
     "set_threads",
+    "summarize_messages",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, ["__version__"])

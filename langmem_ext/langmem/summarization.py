@@ -1,0 +1,332 @@
+"""LangMem's short-term memory: long threads folded into a running summary
+within a token budget (``summarize_messages``, ``asummarize_messages``,
+``SummarizationNode``, ``RunningSummary``, ``SummarizationResult``), with
+LangMem's names, arguments and return shapes, and one body for sync and async.
+
+What differs from LangMem, on purpose:
+
+* **A tool call is never cut from its results.** The messages to summarize
+  end before an AI message with tool calls whose results are not all in the
+  summarized part, so the messages left never start with an orphan
+  ``ToolMessage`` (which providers reject).
+* **Summarized messages are found by id, not counted.** LangMem skips as many
+  messages as it summarized before; after a message is removed or edited in
+  the state, it skips the wrong ones (or raises). Here the messages after the
+  last summarized one are the new ones, wherever it now is.
+* **A failed summary call changes nothing**: the error is raised and the
+  running summary given stays as it was.
+* The default token counter is the package's (``cl100k_base``, counting each
+  message's text plus a few tokens of overhead).
+
+Examples:
+    >>> from langchain_core.messages import AIMessage, HumanMessage
+    >>> from langmem_ext.testing.chat import ScriptedExtractionModel
+    >>> msgs = [HumanMessage("x " * 40, id="1"), AIMessage("y " * 40, id="2"),
+    ...         HumanMessage("what next?", id="3")]
+    >>> model = ScriptedExtractionModel([AIMessage("They talked about x and y.")])
+    >>> out = summarize_messages(msgs, running_summary=None, model=model, max_tokens=60,
+    ...                          max_summary_tokens=20)
+    >>> out.running_summary.summary, [m.id for m in out.messages][1:]
+    ('They talked about x and y.', ['3'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import LanguageModelLike
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.prompts.chat import ChatPromptTemplate
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+
+from ..agents.reflection.tokens import token_counter as text_counter
+from ..engine.requests import Call, Operation, run_async, run_sync
+
+__all__ = [
+    "DEFAULT_EXISTING_SUMMARY_PROMPT",
+    "DEFAULT_FINAL_SUMMARY_PROMPT",
+    "DEFAULT_INITIAL_SUMMARY_PROMPT",
+    "RunningSummary",
+    "SummarizationNode",
+    "SummarizationResult",
+    "asummarize_messages",
+    "count_tokens",
+    "summarize_messages",
+]
+
+TokenCounter = Callable[[Sequence[BaseMessage]], int]
+
+DEFAULT_INITIAL_SUMMARY_PROMPT = ChatPromptTemplate.from_messages(
+    [("placeholder", "{messages}"), ("user", "Create a summary of the conversation above:")]
+)
+DEFAULT_EXISTING_SUMMARY_PROMPT = ChatPromptTemplate.from_messages(
+    [
+        ("placeholder", "{messages}"),
+        (
+            "user",
+            "This is summary of the conversation so far: {existing_summary}\n\n"
+            "Extend this summary by taking into account the new messages above:",
+        ),
+    ]
+)
+DEFAULT_FINAL_SUMMARY_PROMPT = ChatPromptTemplate.from_messages(
+    [
+        ("placeholder", "{system_message}"),
+        ("system", "Summary of the conversation so far: {summary}"),
+        ("placeholder", "{messages}"),
+    ]
+)
+
+
+@dataclass
+class RunningSummary:
+    """The summary so far and which messages it covers (LangMem's shape)."""
+
+    summary: str
+    summarized_message_ids: set[str] = field(default_factory=set)
+    last_summarized_message_id: str | None = None
+
+
+@dataclass
+class SummarizationResult:
+    """The messages to send to the model, and the running summary (None when
+    nothing has been summarized yet)."""
+
+    messages: list[AnyMessage]
+    running_summary: RunningSummary | None = None
+
+
+def count_tokens(messages: Sequence[BaseMessage]) -> int:
+    """The package's token count of ``messages`` (text plus 4 per message)."""
+    count = text_counter()
+    return sum(count(m.text if isinstance(m.text, str) else str(m.content)) + 4 for m in messages)
+
+
+def _steps(
+    messages: Sequence[AnyMessage],
+    running_summary: RunningSummary | None,
+    model: LanguageModelLike,
+    max_tokens: int,
+    max_tokens_before_summary: int | None,
+    max_summary_tokens: int,
+    token_counter: TokenCounter,
+    prompts: tuple[ChatPromptTemplate, ChatPromptTemplate, ChatPromptTemplate],
+) -> Operation[SummarizationResult]:
+    initial, existing, final = prompts
+    if max_summary_tokens >= max_tokens:
+        raise ValueError("`max_summary_tokens` must be less than `max_tokens`.")
+    threshold = max_tokens if max_tokens_before_summary is None else max_tokens_before_summary
+    msgs = list(messages)
+    system = msgs.pop(0) if msgs and isinstance(msgs[0], SystemMessage) else None
+    if system is not None:
+        threshold -= token_counter([system])
+    if any(m.id is None for m in msgs):
+        raise ValueError("Messages are required to have an id (the running summary tracks them).")
+    start = _first_new(msgs, running_summary)
+    new = msgs[start:]
+    budget = threshold - (max_summary_tokens if running_summary else 0)
+    cut = None
+    if token_counter(new) > budget:
+        cut = _cut(new, threshold - max_summary_tokens, token_counter)
+    summary = running_summary
+    if cut:
+        part = new[:cut]
+        if running_summary is not None:
+            prompt = existing.invoke(
+                {"messages": part, "existing_summary": running_summary.summary}
+            )
+        else:
+            prompt = initial.invoke({"messages": part})
+        reply = yield Call(
+            lambda: model.invoke(prompt.to_messages()),
+            lambda: model.ainvoke(prompt.to_messages()),
+        )
+        text = reply.content if isinstance(reply, BaseMessage) else str(reply)
+        summary = RunningSummary(
+            summary=text if isinstance(text, str) else str(text),
+            summarized_message_ids=(
+                (running_summary.summarized_message_ids if running_summary else set())
+                | {str(m.id) for m in part}
+            ),
+            last_summarized_message_id=str(part[-1].id),
+        )
+        new = new[cut:]
+    if summary is None:
+        return SummarizationResult(messages=list(messages), running_summary=None)
+    out = final.invoke(
+        {
+            "system_message": [system] if system is not None else [],
+            "summary": summary.summary,
+            "messages": new,
+        }
+    )
+    return SummarizationResult(messages=list(out.to_messages()), running_summary=summary)  # type: ignore[arg-type]
+
+
+def _first_new(msgs: list[AnyMessage], running: RunningSummary | None) -> int:
+    """Where the messages the summary does not cover start."""
+    if running is None:
+        return 0
+    last = running.last_summarized_message_id
+    ids = [m.id for m in msgs]
+    if last is not None and last in ids:
+        return ids.index(last) + 1
+    # A summary without the last id (LangMem's older shape): after the last
+    # message it covers.
+    covered = [i for i, m in enumerate(msgs) if m.id in running.summarized_message_ids]
+    return covered[-1] + 1 if covered else 0
+
+
+def _cut(new: list[AnyMessage], room: int, count: TokenCounter) -> int:
+    """How many of ``new`` to summarize: the longest prefix within ``room``
+    tokens that ends after an AI reply (not on the user's open question) and
+    leaves no tool result without its call."""
+    best, used = 0, 0
+    for i, m in enumerate(new):
+        used += count([m])
+        if used > room and best:
+            break
+        if _ends_cleanly(new, i + 1):
+            best = i + 1
+    return best
+
+
+def _ends_cleanly(msgs: list[AnyMessage], n: int) -> bool:
+    last = msgs[n - 1]
+    if isinstance(last, HumanMessage):
+        return False  # a question is kept with its answer
+    if isinstance(last, AIMessage) and last.tool_calls:
+        return False  # its results follow
+    # The next message must not be a tool result whose call is summarized.
+    return not (n < len(msgs) and isinstance(msgs[n], ToolMessage))
+
+
+def summarize_messages(
+    messages: Sequence[AnyMessage],
+    *,
+    running_summary: RunningSummary | None,
+    model: LanguageModelLike,
+    max_tokens: int,
+    max_tokens_before_summary: int | None = None,
+    max_summary_tokens: int = 256,
+    token_counter: TokenCounter = count_tokens,
+    initial_summary_prompt: ChatPromptTemplate = DEFAULT_INITIAL_SUMMARY_PROMPT,
+    existing_summary_prompt: ChatPromptTemplate = DEFAULT_EXISTING_SUMMARY_PROMPT,
+    final_prompt: ChatPromptTemplate = DEFAULT_FINAL_SUMMARY_PROMPT,
+) -> SummarizationResult:
+    """Fold the oldest messages into a running summary once the new ones pass
+    ``max_tokens_before_summary`` (default ``max_tokens``); see the module.
+
+    Returns:
+        :class:`SummarizationResult`: the messages to send (system message,
+        the summary as a system message, the messages after it) and the
+        running summary to keep in the state.
+
+    Raises:
+        ValueError: ``max_summary_tokens`` is not below ``max_tokens``, or a
+            message has no id.
+    """
+    prompts = (initial_summary_prompt, existing_summary_prompt, final_prompt)
+    steps = _steps(
+        messages,
+        running_summary,
+        model,
+        max_tokens,
+        max_tokens_before_summary,
+        max_summary_tokens,
+        token_counter,
+        prompts,
+    )
+    return run_sync(steps, None)  # type: ignore[arg-type]
+
+
+async def asummarize_messages(
+    messages: Sequence[AnyMessage],
+    *,
+    running_summary: RunningSummary | None,
+    model: LanguageModelLike,
+    max_tokens: int,
+    max_tokens_before_summary: int | None = None,
+    max_summary_tokens: int = 256,
+    token_counter: TokenCounter = count_tokens,
+    initial_summary_prompt: ChatPromptTemplate = DEFAULT_INITIAL_SUMMARY_PROMPT,
+    existing_summary_prompt: ChatPromptTemplate = DEFAULT_EXISTING_SUMMARY_PROMPT,
+    final_prompt: ChatPromptTemplate = DEFAULT_FINAL_SUMMARY_PROMPT,
+) -> SummarizationResult:
+    """Async :func:`summarize_messages`."""
+    prompts = (initial_summary_prompt, existing_summary_prompt, final_prompt)
+    steps = _steps(
+        messages,
+        running_summary,
+        model,
+        max_tokens,
+        max_tokens_before_summary,
+        max_summary_tokens,
+        token_counter,
+        prompts,
+    )
+    return await run_async(steps, None)  # type: ignore[arg-type]
+
+
+class SummarizationNode(RunnableLambda):
+    """LangMem's node (e.g. LangGraph's ``create_react_agent(pre_model_hook=...)``):
+    reads ``state[input_messages_key]`` and ``state["context"]["running_summary"]``,
+    returns ``{output_messages_key: messages, "context": {"running_summary": ...}}``.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: LanguageModelLike,
+        max_tokens: int,
+        max_tokens_before_summary: int | None = None,
+        max_summary_tokens: int = 256,
+        token_counter: TokenCounter = count_tokens,
+        initial_summary_prompt: ChatPromptTemplate = DEFAULT_INITIAL_SUMMARY_PROMPT,
+        existing_summary_prompt: ChatPromptTemplate = DEFAULT_EXISTING_SUMMARY_PROMPT,
+        final_prompt: ChatPromptTemplate = DEFAULT_FINAL_SUMMARY_PROMPT,
+        input_messages_key: str = "messages",
+        output_messages_key: str = "summarized_messages",
+        name: str = "summarization",
+    ) -> None:
+        if input_messages_key == output_messages_key:
+            raise ValueError(
+                "output_messages_key must differ from input_messages_key: the node "
+                "returns the messages to send, it does not rewrite the thread"
+            )
+        settings: dict[str, Any] = {
+            "model": model,
+            "max_tokens": max_tokens,
+            "max_tokens_before_summary": max_tokens_before_summary,
+            "max_summary_tokens": max_summary_tokens,
+            "token_counter": token_counter,
+            "prompts": (initial_summary_prompt, existing_summary_prompt, final_prompt),
+        }
+
+        def steps(state: Any) -> Operation[dict[str, Any]]:
+            get = state.get if isinstance(state, dict) else lambda k, d=None: getattr(state, k, d)
+            context = dict(get("context", None) or {})
+            result = yield from _steps(
+                get(input_messages_key) or [], context.get("running_summary"), **settings
+            )
+            update: dict[str, Any] = {output_messages_key: result.messages}
+            if result.running_summary is not None:
+                update["context"] = {**context, "running_summary": result.running_summary}
+            return update
+
+        def node(state: Any, config: RunnableConfig) -> dict[str, Any]:
+            return run_sync(steps(state), None)  # type: ignore[arg-type]
+
+        async def anode(state: Any, config: RunnableConfig) -> dict[str, Any]:
+            return await run_async(steps(state), None)  # type: ignore[arg-type]
+
+        super().__init__(node, afunc=anode, name=name)

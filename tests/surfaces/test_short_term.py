@@ -1,0 +1,195 @@
+"""LangMem's short-term memory (summarize_messages, SummarizationNode) with its
+names and shapes, and the three things LangMem gets wrong: a tool call cut
+from its results, messages counted instead of found after one is removed, and
+a failed summary call."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.graph import START, MessagesState, StateGraph
+
+from langmem_ext import (
+    RunningSummary,
+    SummarizationNode,
+    SummarizationResult,
+    asummarize_messages,
+    summarize_messages,
+)
+from langmem_ext.testing.chat import ScriptedExtractionModel
+
+
+def words(n: int, w: str = "x") -> str:
+    return " ".join([w] * n)
+
+
+def per_message(messages) -> int:
+    # One token per word: budgets in the tests are exact.
+    return sum(len(str(m.content).split()) for m in messages)
+
+
+def thread(n: int) -> list:
+    out = []
+    for i in range(n):
+        out += [HumanMessage(words(10, f"q{i}"), id=f"h{i}"), AIMessage(words(10), id=f"a{i}")]
+    return out
+
+
+def summarizer(*texts: str) -> ScriptedExtractionModel:
+    return ScriptedExtractionModel([AIMessage(t) for t in texts])
+
+
+def test_below_the_budget_nothing_changes():
+    msgs = [SystemMessage("be brief"), *thread(2)]
+    out = summarize_messages(
+        msgs,
+        running_summary=None,
+        model=summarizer(),
+        max_tokens=100,
+        max_summary_tokens=10,
+        token_counter=per_message,
+    )
+    assert isinstance(out, SummarizationResult)
+    assert out.running_summary is None and out.messages == msgs
+
+
+def test_old_messages_fold_into_a_running_summary_which_grows():
+    msgs = thread(4)  # 80 tokens
+    model = summarizer("first summary", "second summary")
+    out = summarize_messages(
+        msgs,
+        running_summary=None,
+        model=model,
+        max_tokens=50,
+        max_summary_tokens=10,
+        token_counter=per_message,
+    )
+    summary = out.running_summary
+    assert summary.summary == "first summary"
+    assert out.messages[0].type == "system" and "first summary" in out.messages[0].content
+    kept = [m.id for m in out.messages[1:]]
+    assert kept and kept[-1] == "a3" and summary.last_summarized_message_id not in kept
+    assert summary.summarized_message_ids == {m.id for m in msgs} - set(kept)
+    assert per_message(out.messages[1:]) <= 50
+    # more turns: the next summary extends the first, covering only new messages
+    more = msgs + thread(8)[8:]
+    out2 = summarize_messages(
+        more,
+        running_summary=summary,
+        model=model,
+        max_tokens=50,
+        max_summary_tokens=10,
+        token_counter=per_message,
+    )
+    prompt = model.seen[-1][-1].content
+    assert "first summary" in prompt and "Extend this summary" in prompt
+    assert out2.running_summary.summary == "second summary"
+    assert summary.summarized_message_ids < out2.running_summary.summarized_message_ids
+
+
+def test_a_tool_call_is_never_cut_from_its_results():
+    call = AIMessage(
+        "",
+        id="c",
+        tool_calls=[
+            {"name": "look", "args": {}, "id": "t1"},
+            {"name": "look", "args": {}, "id": "t2"},
+        ],
+    )
+    msgs = [
+        HumanMessage(words(10), id="h0"),
+        AIMessage(words(10), id="a0"),
+        HumanMessage(words(5), id="h1"),
+        call,
+        ToolMessage(words(20), tool_call_id="t1", id="r1"),
+        ToolMessage(words(20), tool_call_id="t2", id="r2"),
+        AIMessage(words(5), id="a1"),
+    ]
+    out = summarize_messages(
+        msgs,
+        running_summary=None,
+        model=summarizer("s"),
+        # LangMem's cut lands between the two results here (45 of 50 tokens).
+        max_tokens=50,
+        max_summary_tokens=5,
+        token_counter=per_message,
+    )
+    rest = out.messages[1:]
+    assert rest[0].type != "tool"
+    calls = {tc["id"] for m in rest if m.type == "ai" for tc in m.tool_calls}
+    assert all(m.tool_call_id in calls for m in rest if m.type == "tool")
+
+
+def test_a_removed_message_does_not_shift_what_is_new():
+    msgs = thread(4)
+    first = summarize_messages(
+        msgs,
+        running_summary=None,
+        model=summarizer("s1"),
+        max_tokens=50,
+        max_summary_tokens=10,
+        token_counter=per_message,
+    )
+    # the app removes a summarized message from its state (RemoveMessage)
+    gone = sorted(first.running_summary.summarized_message_ids)[0]
+    later = [m for m in msgs if m.id != gone] + [HumanMessage("and now?", id="h9")]
+    out = summarize_messages(
+        later,
+        running_summary=first.running_summary,
+        model=summarizer(),
+        max_tokens=60,
+        max_summary_tokens=10,
+        token_counter=per_message,
+    )
+    unsummarized = [m.id for m in msgs if m.id not in first.running_summary.summarized_message_ids]
+    assert [m.id for m in out.messages[1:]] == [*unsummarized, "h9"]
+
+
+def test_a_failed_summary_call_changes_nothing():
+    running = RunningSummary("so far", {"h0"}, "h0")
+    before = (running.summary, set(running.summarized_message_ids))
+    with pytest.raises(RuntimeError, match="model down"):
+        summarize_messages(
+            thread(4),
+            running_summary=running,
+            model=ScriptedExtractionModel([RuntimeError("model down")]),
+            max_tokens=30,
+            max_summary_tokens=5,
+            token_counter=per_message,
+        )
+    assert (running.summary, running.summarized_message_ids) == before
+
+
+def test_async_twin_gives_the_same_result():
+    args = {"max_tokens": 50, "max_summary_tokens": 10, "token_counter": per_message}
+    sync = summarize_messages(thread(4), running_summary=None, model=summarizer("s"), **args)
+    asyn = asyncio.run(
+        asummarize_messages(thread(4), running_summary=None, model=summarizer("s"), **args)
+    )
+    assert [m.id for m in sync.messages[1:]] == [m.id for m in asyn.messages[1:]]
+    assert sync.running_summary == asyn.running_summary
+
+
+class State(MessagesState):
+    summarized_messages: list
+    context: dict
+
+
+def test_summarization_node_in_a_graph():
+    node = SummarizationNode(
+        model=summarizer("what was said"),
+        max_tokens=50,
+        max_summary_tokens=10,
+        token_counter=per_message,
+    )
+    graph = StateGraph(State)
+    graph.add_node("summarize", node)
+    graph.add_edge(START, "summarize")
+    out = graph.compile().invoke({"messages": thread(4), "context": {}})
+    assert "what was said" in out["summarized_messages"][0].content
+    assert out["context"]["running_summary"].summary == "what was said"
+    assert len(out["messages"]) == 8  # the thread itself is not rewritten
+    with pytest.raises(ValueError, match="must differ"):
+        SummarizationNode(model=summarizer(), max_tokens=10, output_messages_key="messages")
