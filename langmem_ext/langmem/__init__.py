@@ -16,6 +16,7 @@ from .managers import (
     MemoryManager,
     create_memory_manager,
 )
+from .optimizers import Prompt, create_multi_prompt_optimizer, create_prompt_optimizer
 from .searcher import create_memory_searcher
 from .store_manager import MemoryStoreManager, create_memory_store_manager
 from .thread_extractor import create_thread_extractor
@@ -26,11 +27,14 @@ __all__ = [
     "Memory",
     "MemoryManager",
     "MemoryStoreManager",
+    "Prompt",
     "ReflectionExecutor",
     "create_manage_memory_tool",
     "create_memory_manager",
     "create_memory_searcher",
     "create_memory_store_manager",
+    "create_multi_prompt_optimizer",
+    "create_prompt_optimizer",
     "create_search_memory_tool",
     "create_thread_extractor",
 ]
