@@ -29,7 +29,6 @@ from langgraph.store.base import BaseStore, Op, SearchItem, TTLConfig, ensure_em
 from .._langgraph import ensure_refresh
 from ..errors import ConfigurationError, InvalidValueError
 from ._filters import normalize_filter
-from ._metrics import op_name, shared_metrics
 from ._ops import (
     MAX_TTL,
     SEARCH_MODES,
@@ -41,9 +40,10 @@ from ._ops import (
     prepare_put,
     shown,
 )
+from ._wrappers import ameasured, areranked, measured, reranked
 from .embeddings import IndexInput, resolve_index
 from .rerankers import Reranker, reranker_from
-from .retriever import as_retriever, item_text
+from .retriever import as_retriever
 
 __all__ = ["BatchPlan", "HybridStore", "langgraph_index", "supports_hybrid"]
 
@@ -219,9 +219,9 @@ class HybridStore(BaseStore):
         super().__init_subclass__(**kwargs)
         # The re-ranking stage, when configured, works the same way.
         if "batch" in cls.__dict__:
-            cls.batch = _measured(_reranked(cls.__dict__["batch"]))  # type: ignore[method-assign]
+            cls.batch = measured(reranked(cls.__dict__["batch"]))  # type: ignore[method-assign]
         if "abatch" in cls.__dict__:
-            cls.abatch = _ameasured(_areranked(cls.__dict__["abatch"]))  # type: ignore[method-assign]
+            cls.abatch = ameasured(areranked(cls.__dict__["abatch"]))  # type: ignore[method-assign]
 
     ttl_config: TTLConfig | None
     search_mode: SearchMode
@@ -454,76 +454,3 @@ class HybridStore(BaseStore):
         if stopped:
             self._sweeper = None
         return stopped
-
-
-def _listed(ops: Any) -> tuple[Any, list[str]]:
-    # Not-a-list input passes through unchanged: the backend's batch() turns it
-    # into its clear InvalidValueError; the wrapper must not fail first.
-    if isinstance(ops, Iterable) and not isinstance(ops, str | bytes | Mapping):
-        ops = list(ops)
-        return ops, [op_name(op) for op in ops]
-    return ops, []
-
-
-def _reranked(batch: Any) -> Any:
-    @functools.wraps(batch)
-    def reranked(self: HybridStore, ops: Iterable[Op]) -> list[Any]:
-        stage = self._reranker
-        if stage is None:
-            return batch(self, ops)
-        ops, _ = _listed(ops)
-        wide, picked = stage.widen(ops, self.search_mode) if isinstance(ops, list) else (ops, {})
-        if not picked:
-            return batch(self, ops)
-        results = batch(self, wide)
-        text = functools.partial(item_text, self)
-        for i, op in picked.items():
-            results[i] = stage.apply(op, results[i], text)
-        return results
-
-    return reranked
-
-
-def _areranked(abatch: Any) -> Any:
-    @functools.wraps(abatch)
-    async def reranked(self: HybridStore, ops: Iterable[Op]) -> list[Any]:
-        stage = self._reranker
-        if stage is None:
-            return await abatch(self, ops)
-        ops, _ = _listed(ops)
-        wide, picked = stage.widen(ops, self.search_mode) if isinstance(ops, list) else (ops, {})
-        if not picked:
-            return await abatch(self, ops)
-        results = await abatch(self, wide)
-        text = functools.partial(item_text, self)
-        for i, op in picked.items():
-            results[i] = await stage.aapply(op, results[i], text)
-        return results
-
-    return reranked
-
-
-def _measured(batch: Any) -> Any:
-    @functools.wraps(batch)
-    def measured(self: BaseStore, ops: Iterable[Op]) -> list[Any]:
-        ops, names = _listed(ops)
-        metrics = shared_metrics()
-        with metrics.measure(type(self).__name__, names):
-            results = batch(self, ops)
-        metrics.searched(type(self).__name__, ops, results)
-        return results
-
-    return measured
-
-
-def _ameasured(abatch: Any) -> Any:
-    @functools.wraps(abatch)
-    async def measured(self: BaseStore, ops: Iterable[Op]) -> list[Any]:
-        ops, names = _listed(ops)
-        metrics = shared_metrics()
-        with metrics.measure(type(self).__name__, names):
-            results = await abatch(self, ops)
-        metrics.searched(type(self).__name__, ops, results)
-        return results
-
-    return measured
