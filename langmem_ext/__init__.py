@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time names load on 
         TenantAccessError,
     )
     from .langmem import (
+        PromptVersions,
         create_manage_memory_tool,
         create_memory_manager,
         create_memory_searcher,
@@ -142,6 +143,7 @@ _EXPORTS = {
     "create_search_memory_tool": ".langmem",
     "create_thread_extractor": ".langmem",
     "create_ui_app": ".servers",
+    "PromptVersions": ".langmem",
     "create_prompt_optimizer": ".langmem",
     "create_multi_prompt_optimizer": ".langmem",
     "RunningSummary": ".short_term",
@@ -193,6 +195,7 @@ __all__ = [
     "NamespaceTemplate",
     "PermissionDeniedError",
     "PostgresStore",
+    "PromptVersions",
     "ProviderError",
     "RateLimitedError",
     "ReflectionExecutor",

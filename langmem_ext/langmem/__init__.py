@@ -17,6 +17,7 @@ from .managers import (
     create_memory_manager,
 )
 from .optimizers import Prompt, create_multi_prompt_optimizer, create_prompt_optimizer
+from .prompt_versions import PromptVersions
 from .searcher import create_memory_searcher
 from .store_manager import MemoryStoreManager, create_memory_store_manager
 from .thread_extractor import create_thread_extractor
@@ -28,6 +29,7 @@ __all__ = [
     "MemoryManager",
     "MemoryStoreManager",
     "Prompt",
+    "PromptVersions",
     "ReflectionExecutor",
     "create_manage_memory_tool",
     "create_memory_manager",
