@@ -87,20 +87,17 @@ class ChatReranker:
         listing = "\n".join(
             f"{n}. {' '.join(t.split())[: self.max_chars]}" for n, t in enumerate(texts, 1)
         )
-        while True:
-            ask = f"Question: {query}\n\nCandidates:\n{listing}"
-            if self._calls.shape == "json":
-                ask += '\n\nAnswer with one JSON object and nothing else: {"order": [numbers]}.'
-            else:
-                ask += "\n\nCall rank with the numbers."
-            try:
-                reply = yield self._calls.call(
-                    lambda: self._calls.bound(_TOOL), [SystemMessage(_SYSTEM), HumanMessage(ask)]
-                )
-                break
-            except Exception as e:
-                if not self._calls.fall_back(e):
-                    raise
+        ask = f"Question: {query}\n\nCandidates:\n{listing}"
+
+        def prompt(shape: str) -> list[Any]:
+            tail = (
+                '\n\nAnswer with one JSON object and nothing else: {"order": [numbers]}.'
+                if shape == "json"
+                else "\n\nCall rank with the numbers."
+            )
+            return [SystemMessage(_SYSTEM), HumanMessage(ask + tail)]
+
+        reply, _ = yield from self._calls.ask(_TOOL, prompt)
         raw = decode(reply, "rank", max_tokens=self._calls.max_tokens)
         order = raw.get("order") if isinstance(raw, dict) else raw
         if not isinstance(order, list) or not order:

@@ -139,22 +139,17 @@ class _Asker:
 
     def ask(self, tool: dict[str, Any], system: str, user: str) -> Operation[Any]:
         name = tool["function"]["name"]
-        while True:
-            fields = ", ".join(tool["function"]["parameters"]["properties"])
+        fields = ", ".join(tool["function"]["parameters"]["properties"])
+
+        def prompt(shape: str) -> list[Any]:
             tail = (
                 f"\n\nAnswer with one JSON object and nothing else, with: {fields}."
-                if self.calls.shape == "json"
+                if shape == "json"
                 else f"\n\nCall {name}."
             )
-            try:
-                reply = yield self.calls.call(
-                    lambda: self.calls.bound(tool),
-                    [SystemMessage(system), HumanMessage(user + tail)],
-                )
-                break
-            except Exception as e:
-                if not self.calls.fall_back(e):
-                    raise
+            return [SystemMessage(system), HumanMessage(user + tail)]
+
+        reply, _ = yield from self.calls.ask(tool, prompt)
         return decode(reply, name, max_tokens=self.calls.max_tokens)
 
 

@@ -50,21 +50,16 @@ class QueryWriter:
 
     def queries(self, messages: list[Any]) -> Operation[list[str]]:
         """The model's queries for ``messages`` (empty when it gave none)."""
-        while True:
-            prompt = (
-                "Search for memories relevant to this conversation, phrased as the memories "
-                f"themselves would be:\n\n<convo>\n{conversation(messages)}\n</convo>"
-            )
-            if self._calls.shape == "json":
-                prompt += '\n\nAnswer with one JSON object and nothing else: {"query": str}.'
-            try:
-                reply = yield self._calls.call(
-                    lambda: self._calls.bound(_TOOL), [HumanMessage(prompt)]
-                )
-                break
-            except Exception as e:
-                if not self._calls.fall_back(e):
-                    raise
+        ask = (
+            "Search for memories relevant to this conversation, phrased as the memories "
+            f"themselves would be:\n\n<convo>\n{conversation(messages)}\n</convo>"
+        )
+        json_tail = '\n\nAnswer with one JSON object and nothing else: {"query": str}.'
+
+        def prompt(shape: str) -> list[HumanMessage]:
+            return [HumanMessage(ask + (json_tail if shape == "json" else ""))]
+
+        reply, _ = yield from self._calls.ask(_TOOL, prompt)
         calls = [tc["args"] for tc in getattr(reply, "tool_calls", ()) if tc["args"]]
         if not calls:
             try:

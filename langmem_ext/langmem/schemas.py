@@ -16,7 +16,7 @@ from langchain_core.messages import convert_to_messages
 from langchain_core.messages.utils import merge_message_runs
 from pydantic import BaseModel, Field
 
-from ..agents.reflection.calls import classify
+from ..agents.reflection.calls import rejects_tool_shape
 
 __all__ = [
     "MEMORY_INSTRUCTIONS",
@@ -32,8 +32,6 @@ __all__ = [
 
 Method = Literal["auto", "trustcall", "tool", "json"]
 TOOL_NAME = "manage_memories"
-# HTTP statuses with which servers reject a request shape they do not support.
-_SHAPE_STATUS = frozenset({400, 404, 422, 500, 501})
 
 
 class Memory(BaseModel):
@@ -66,26 +64,6 @@ class ExtractedMemory(NamedTuple):
 
     id: str
     content: BaseModel
-
-
-def rejects_tool_shape(error: BaseException) -> bool:
-    """Whether ``error`` says the server does not support the request's tool
-    shape (``tool_choice="any"``, tools at all), as opposed to any other failure.
-    A context overflow is an HTTP 400 too, but no reason to change shape.
-
-    Examples:
-        >>> class E(Exception):
-        ...     status_code = 500
-        >>> rejects_tool_shape(E("Unsupported tool_choice")), rejects_tool_shape(ValueError())
-        (True, False)
-        >>> rejects_tool_shape(type("E4", (Exception,), {"status_code": 400})(
-        ...     "This model's maximum context length is 4096 tokens"))
-        False
-    """
-    cause = classify(error)
-    return cause == "unsupported" or (
-        cause == "error" and getattr(error, "status_code", None) in _SHAPE_STATUS
-    )
 
 
 def conversation(messages: Sequence[Any]) -> str:

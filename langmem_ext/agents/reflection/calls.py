@@ -53,7 +53,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 
-from ...engine.requests import Call
+from ...engine.requests import Call, Operation
 from .screen import cut
 
 __all__ = [
@@ -67,6 +67,7 @@ __all__ = [
     "decode",
     "json_in",
     "local_server",
+    "rejects_tool_shape",
 ]
 
 logger = logging.getLogger("langmem_ext.agents.reflection")
@@ -124,6 +125,28 @@ def classify(error: BaseException) -> Cause:
     if status in _UNSUPPORTED_STATUS and (status == 501 or _TOOLISH.search(str(error))):
         return "unsupported"
     return "error"
+
+
+def rejects_tool_shape(error: BaseException) -> bool:
+    """Whether ``error`` says the server does not support the request's tool
+    shape (``tool_choice="any"``, tools at all), as opposed to any other failure:
+    :func:`classify`'s ``"unsupported"``, or a bare server error with a status
+    servers answer unsupported shapes with. A context overflow is an HTTP 400
+    too, but no reason to change shape.
+
+    Examples:
+        >>> class E(Exception):
+        ...     status_code = 500
+        >>> rejects_tool_shape(E("Unsupported tool_choice")), rejects_tool_shape(ValueError())
+        (True, False)
+        >>> rejects_tool_shape(type("E4", (Exception,), {"status_code": 400})(
+        ...     "This model's maximum context length is 4096 tokens"))
+        False
+    """
+    cause = classify(error)
+    return cause == "unsupported" or (
+        cause == "error" and getattr(error, "status_code", None) in _UNSUPPORTED_STATUS
+    )
 
 
 def local_server(model: Any) -> bool:
@@ -375,11 +398,9 @@ class ModelCalls:
                 f"the prompt does not fit the model's context: {cut(error)}"
             ) from error
         shape = self.shape
-        rejected = cause == "unsupported" or (
-            # trustcall's tool_choice="any" is what such servers answer with a
-            # bare server error; no other shape is left this lightly.
-            shape == "trustcall" and getattr(error, "status_code", None) in _UNSUPPORTED_STATUS
-        )
+        # trustcall's tool_choice="any" is what such servers answer with a bare
+        # server error; no other shape is left this lightly.
+        rejected = rejects_tool_shape(error) if shape == "trustcall" else cause == "unsupported"
         later = self.shapes[self.shapes.index(shape) + 1 :] if shape in self.shapes else ()
         if self.method != "auto" or not rejected or not later:
             return False
@@ -391,6 +412,22 @@ class ModelCalls:
         )
         self.shape = later[0]
         return True
+
+    def ask(
+        self, tool: dict[str, Any] | None, prompt: Callable[[Shape], Any]
+    ) -> Operation[tuple[Any, int]]:
+        """One answer, as an operation: ``prompt(shape)`` sent with the model
+        bound for the current shape, moving on to the next shape when the
+        server rejects this one. Returns the reply and the calls made."""
+        made = 0
+        while True:
+            made += 1
+            payload = prompt(self.shape)
+            try:
+                return (yield self.call(lambda: self.bound(tool), payload)), made
+            except Exception as e:
+                if not self.fall_back(e):
+                    raise
 
     def bound(self, tool: dict[str, Any] | None) -> Any:
         """The model bound for the current shape (``tool``: its named tool),

@@ -345,17 +345,11 @@ class FactExtractor(OnModelCalls):
             ContextOverflow: the prompt is too long for the model.
             TimeoutError: the call took longer than ``timeout``.
         """
-        made = 0
-        while True:
-            made += 1
-            prompt = self._reshaped(messages, self._calls.shape)
-            try:
-                return (
-                    yield self._calls.call(lambda: self._calls.bound(_tool_schema()), prompt)
-                ), made
-            except Exception as e:
-                if not self._calls.fall_back(e):
-                    raise
+        return (
+            yield from self._calls.ask(
+                _tool_schema(), lambda shape: self._reshaped(messages, shape)
+            )
+        )
 
     def invoke(self, messages: list[BaseMessage]) -> tuple[BaseMessage, int]:
         """:meth:`request`, run here."""
@@ -398,7 +392,7 @@ class FactExtractor(OnModelCalls):
         """
         if isinstance(raw, dict):
             if "facts" not in raw:
-                raise MalformedOutput(f"no 'facts' list in the output: {_short(raw)}")
+                raise MalformedOutput(f"no 'facts' list in the output: {short(raw)}")
             raw = raw["facts"]
         if not isinstance(raw, list):
             raise MalformedOutput(f"'facts' must be a list, got {type(raw).__name__}")
@@ -427,15 +421,15 @@ class FactExtractor(OnModelCalls):
 def _invalid(item: Any) -> str | None:
     """Why one extracted fact is unusable, or None."""
     if not isinstance(item, dict):
-        return f"must be an object, got {type(item).__name__} {_short(item)}"
+        return f"must be an object, got {type(item).__name__} {short(item)}"
     content, category, conf = item.get("content"), item.get("category"), item.get("confidence")
     if not isinstance(content, str) or not content.strip():
-        return f"content must be a non-empty string, got {_short(content)}"
+        return f"content must be a non-empty string, got {short(content)}"
     allowed = policy.FACT_CATEGORIES
     if normal_category(category) is None:
-        return f"unknown category {_short(category)}; use one of {', '.join(allowed)}"
+        return f"unknown category {short(category)}; use one of {', '.join(allowed)}"
     if isinstance(conf, bool) or not isinstance(conf, int | float):
-        return f"confidence must be a number from 0 to 1, got {_short(conf)}"
+        return f"confidence must be a number from 0 to 1, got {short(conf)}"
     if not math.isfinite(conf) or not 0.0 <= conf <= 1.0:
         return f"confidence {conf} is outside 0-1"
     for name in ("subject", "predicate", "replaces"):
@@ -443,8 +437,5 @@ def _invalid(item: Any) -> str | None:
         if name == "replaces" and isinstance(v, int) and not isinstance(v, bool):
             continue  # a known fact's number
         if v is not None and (not isinstance(v, str) or not v.strip()):
-            return f"{name} must be a non-empty string or null, got {_short(v)}"
+            return f"{name} must be a non-empty string or null, got {short(v)}"
     return None
-
-
-_short = short
