@@ -31,6 +31,7 @@ Examples:
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 from collections.abc import Iterator
@@ -52,8 +53,10 @@ _controller: Any = None
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
+@functools.cache
 def available_cores() -> int:
-    """The cores this process may run on (its CPU affinity, else the count)."""
+    """The cores this process may run on (its CPU affinity, else the count),
+    read once: a scan asks for it on every search."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - macOS, Windows
@@ -61,9 +64,10 @@ def available_cores() -> int:
 
 
 def _check(value: Any, name: str) -> int | None:
-    top = 4 * available_cores()
+    # Called on every scan: the common case (nothing set) returns at once.
     if value is None or (isinstance(value, str) and value.strip().lower() in ("", "auto")):
         return None
+    top = 4 * available_cores()
     try:
         n = int(value) if not isinstance(value, bool) else None
     except (TypeError, ValueError):
