@@ -10,7 +10,7 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -25,20 +25,17 @@ __all__ = ["GraphFaces", "ReflectionMiddleware"]
 class GraphFaces:
     """The graph faces of :class:`~.executor.ReflectionExecutor`."""
 
-    def submit(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover
-        raise NotImplementedError
+    if TYPE_CHECKING:  # what the executor provides
 
-    async def asubmit(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover
-        raise NotImplementedError
+        def submit(self, *args: Any, **kwargs: Any) -> Any: ...
 
-    def _job(self, *args: Any) -> Any:  # pragma: no cover
-        raise NotImplementedError
+        async def asubmit(self, *args: Any, **kwargs: Any) -> Any: ...
 
-    def _run_sync(self, job: Any) -> Any:  # pragma: no cover
-        raise NotImplementedError
+        def _job(self, *args: Any) -> Any: ...
 
-    async def _run_async(self, job: Any) -> Any:  # pragma: no cover
-        raise NotImplementedError
+        def _run_sync(self, job: Any) -> Any: ...
+
+        async def _run_async(self, job: Any) -> Any: ...
 
     # -- direct runs ------------------------------------------------------------------
 
