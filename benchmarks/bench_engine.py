@@ -7,6 +7,11 @@ costs nothing and the figures are the engine's and the store's own.
 Run:  python benchmarks/bench_engine.py --sizes 10000 100000 --queries 50
       (add ``--recall-mode store`` for the store's hybrid ranking, the engine's
       recall before it defaulted to vector mode)
+
+``--rerank-candidates 50`` also times the store's re-ranking stage: the same
+searches (hybrid, limit 10) on the same file with no re-ranker and with a
+no-op one (every candidate scores 0, so the order is the store's), alternated
+query by query; the difference is what the stage itself costs.
 """
 
 from __future__ import annotations
@@ -108,6 +113,43 @@ def bench_recall(n: int, queries: int, mode: str | None) -> tuple[float, float, 
     return statistics.median(lat), pct(lat, 95), load_s
 
 
+def bench_rerank_stage(n: int, queries: int, candidates: int) -> tuple[float, float]:
+    """Median ms of a hybrid search without and with a no-op re-ranker."""
+    lookup = Lookup()
+    rng = np.random.default_rng(4)
+    texts = [text(rng, i) for i in range(n)]
+    for t in texts:
+        lookup.add(t)
+    qs = [" ".join(rng.choice(WORDS, 4)) for _ in range(queries)]
+    for q in qs:
+        lookup.add(q)
+    index = {"dims": DIMS, "embed": lookup, "fields": ["content"]}
+    ns = ("bench", "ada")
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "r.db"
+        plain = SQLiteStore(path, index=index)
+        plain.batch([PutOp(ns, f"k{i}", {"content": t}) for i, t in enumerate(texts)])
+        noop = SQLiteStore(
+            path,
+            index={
+                **index,
+                "rerank": lambda q, ts: [0.0] * len(ts),
+                "rerank_candidates": candidates,
+            },
+        )
+        for s in (plain, noop):
+            s.search(ns, query=qs[0], limit=10)  # warm the vector caches
+        lat: dict[str, list[float]] = {"plain": [], "noop": []}
+        for q in qs:
+            for name, s in (("plain", plain), ("noop", noop)):
+                t = time.perf_counter()
+                s.search(ns, query=q, limit=10)
+                lat[name].append((time.perf_counter() - t) * 1000)
+        plain.close()
+        noop.close()
+    return statistics.median(lat["plain"]), statistics.median(lat["noop"])
+
+
 def bench_writes(n: int) -> tuple[float, float]:
     lookup = Lookup()
     rng = np.random.default_rng(3)
@@ -148,6 +190,12 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--writes", type=int, default=1000)
     ap.add_argument(
+        "--rerank-candidates",
+        type=int,
+        default=0,
+        help="also time the re-ranking stage with a no-op re-ranker over this many candidates",
+    )
+    ap.add_argument(
         "--recall-mode",
         default="store",
         choices=["vector", "hybrid", "keyword", "store"],
@@ -161,6 +209,17 @@ def main() -> None:
         print(
             f"  {n:>7} memories: median {med:7.2f} ms   p95 {p95:7.2f} ms   (load {load_s:.1f} s)"
         )
+    if args.rerank_candidates:
+        print(
+            f"re-ranking stage (store.search, hybrid, limit 10, "
+            f"{args.rerank_candidates} candidates)"
+        )
+        for n in args.sizes:
+            without, noop = bench_rerank_stage(n, args.queries, args.rerank_candidates)
+            print(
+                f"  {n:>7} items: no re-ranker {without:7.2f} ms   no-op re-ranker "
+                f"{noop:7.2f} ms   stage adds {noop - without:+6.2f} ms"
+            )
     plain, full = bench_writes(args.writes)
     print(
         f"writes ({args.writes}): plain put {plain:8.1f}/s   store_fact with "

@@ -11,6 +11,9 @@ Examples:
 from typing import TYPE_CHECKING
 
 from ._lazy import lazy_exports
+from ._moved import install as _install_paths
+
+_install_paths()  # LangMem's module paths (langmem_ext.knowledge.tools, ...)
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time names load on first use
     from .agents import (
@@ -85,6 +88,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time names load on 
         PostgresStore,
         SQLiteStore,
         VectorIndexConfig,
+        query_feedback,
         set_threads,
     )
 
@@ -153,6 +157,7 @@ _EXPORTS = {
     "summarize_messages": ".short_term",
     "chat_reranker": ".agents",
     "AsyncSqliteStore": ".stores",
+    "query_feedback": ".stores",
     "set_threads": ".stores",
 }
 
@@ -221,6 +226,7 @@ __all__ = [
     "create_search_memory_tool",
     "create_thread_extractor",
     "create_ui_app",
+    "query_feedback",
     "set_threads",
     "summarize_messages",
 ]

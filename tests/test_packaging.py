@@ -144,3 +144,30 @@ def test_old_import_paths_work_for_one_release_with_a_warning():
         "langmem_ext.surfaces.tools moved to langmem_ext.langmem.tools; import it from there",
         "True langmem_ext.agents.reflection.executor",
     ]
+
+
+def test_langmem_module_paths_give_langmem_names_without_a_warning():
+    # Code written for LangMem imports from its submodules; renamed, they work.
+    out = _run(
+        "import warnings\n"
+        "warnings.simplefilter('error')\n"
+        "from langmem_ext.knowledge import create_memory_manager\n"
+        "from langmem_ext.knowledge.tools import create_manage_memory_tool\n"
+        "from langmem_ext.knowledge.extraction import create_memory_store_manager\n"
+        "from langmem_ext.prompts.optimization import create_prompt_optimizer\n"
+        "from langmem_ext.prompts.types import Prompt\n"
+        "from langmem_ext.short_term.summarization import summarize_messages\n"
+        "from langmem_ext.reflection import ReflectionExecutor\n"
+        "import langmem_ext as lx, langmem_ext.knowledge as k\n"
+        "print(create_manage_memory_tool is lx.create_manage_memory_tool,\n"
+        "      create_memory_store_manager is lx.create_memory_store_manager,\n"
+        "      summarize_messages is lx.summarize_messages,\n"
+        "      ReflectionExecutor is lx.ReflectionExecutor,\n"
+        "      'create_memory_manager' in dir(k))\n"
+        "try:\n"
+        "    from langmem_ext.knowledge import no_such_name\n"
+        "except ImportError as e:\n"
+        "    print(type(e).__name__)\n"
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["True True True True True", "ImportError"]

@@ -209,6 +209,14 @@ def bench_locomo(
         ),
     ] = "",
     candidates: Annotated[int, typer.Option(help="Results a re-ranking stage reorders.")] = 50,
+    rerank: Annotated[
+        str,
+        typer.Option(
+            help="Re-rankers through the stores' re-ranking stage, comma-separated: oracle@N "
+            "(knows the evidence: the ceiling of a perfect re-ranker of N candidates), "
+            "feedback@N (query_feedback) or chat:MODEL@N (chat_reranker over that model)"
+        ),
+    ] = "",
     facts_window: Annotated[
         int,
         typer.Option(
@@ -235,6 +243,12 @@ def bench_locomo(
     bad_stages = [s for s in staged if s not in STAGES]
     if bad_stages:
         raise typer.BadParameter(f"unknown stages {bad_stages}; choose from {sorted(STAGES)}")
+    reranked = tuple(r.strip() for r in rerank.split(",") if r.strip())
+    for spec in reranked:
+        try:
+            lo.parse_rerank(spec)
+        except ValueError as e:
+            raise typer.BadParameter(str(e)) from None
     doc_sets = tuple(d.strip() for d in docs.split(",") if d.strip())
     bad_sets = [d for d in doc_sets if d not in DOC_SETS]
     if bad_sets or not doc_sets:
@@ -256,6 +270,7 @@ def bench_locomo(
         conversations=conversations or None,
         stages=staged,
         candidates=candidates,
+        rerank=reranked,
         facts_window=facts_window,
     )
     out.mkdir(parents=True, exist_ok=True)

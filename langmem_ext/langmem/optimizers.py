@@ -263,6 +263,10 @@ class PromptOptimizer(Runnable[dict[str, Any], str]):
         """Async :meth:`invoke`."""
         return await run_async(self._steps(input), None)  # type: ignore[arg-type]
 
+    async def __call__(self, trajectories: Any, prompt: str | Prompt) -> str:
+        """LangMem's shorthand: ``await optimizer(trajectories, prompt)``."""
+        return await self.ainvoke({"trajectories": trajectories, "prompt": prompt})
+
 
 class MultiPromptOptimizer(Runnable[dict[str, Any], list[Prompt]]):
     """LangMem's multi-prompt optimizer (see :func:`create_multi_prompt_optimizer`)."""
@@ -311,6 +315,10 @@ class MultiPromptOptimizer(Runnable[dict[str, Any], list[Prompt]]):
     ) -> list[Prompt]:
         """Async :meth:`invoke`."""
         return await run_async(self._steps(input), None)  # type: ignore[arg-type]
+
+    async def __call__(self, trajectories: Any, prompts: list[Prompt]) -> list[Prompt]:
+        """LangMem's shorthand: ``await optimizer(trajectories, prompts)``."""
+        return await self.ainvoke({"trajectories": trajectories, "prompts": prompts})
 
 
 def create_prompt_optimizer(

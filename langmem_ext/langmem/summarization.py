@@ -3,18 +3,18 @@ within a token budget (``summarize_messages``, ``asummarize_messages``,
 ``SummarizationNode``, ``RunningSummary``, ``SummarizationResult``), with
 LangMem's names, arguments and return shapes, and one body for sync and async.
 
-What differs from LangMem, on purpose:
+It follows LangMem's rule (the oldest messages, at least
+``max_tokens_before_summary`` tokens of them, are summarized once the rest
+fits beside the summary in ``max_tokens``) and passes LangMem's own
+summarization tests. What differs, on purpose:
 
-* **A tool call is never cut from its results.** The messages to summarize
-  end before an AI message with tool calls whose results are not all in the
-  summarized part, so the messages left never start with an orphan
-  ``ToolMessage`` (which providers reject).
-* **Summarized messages are found by id, not counted.** LangMem skips as many
-  messages as it summarized before; after a message is removed or edited in
-  the state, it skips the wrong ones (or raises). Here the messages after the
-  last summarized one are the new ones, wherever it now is.
-* **A failed summary call changes nothing**: the error is raised and the
-  running summary given stays as it was.
+* **A tool call is never cut from its results.** The summarized part is
+  extended over every tool result that follows it, so the messages left never
+  start with an orphan ``ToolMessage`` (which providers reject).
+* **A summary whose last message is gone still resumes.** When the thread no
+  longer holds the last summarized message (it was removed or edited),
+  summarizing resumes after the last message the summary covers; LangMem
+  starts over and raises on the first summarized id.
 * The default token counter is the package's (``cl100k_base``, counting each
   message's text plus a few tokens of overhead).
 
@@ -38,15 +38,16 @@ from typing import Any
 
 from langchain_core.language_models import LanguageModelLike
 from langchain_core.messages import (
-    AIMessage,
     AnyMessage,
     BaseMessage,
-    HumanMessage,
+    RemoveMessage,
     SystemMessage,
     ToolMessage,
+    trim_messages,
 )
 from langchain_core.prompts.chat import ChatPromptTemplate
 from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from ..agents.reflection.tokens import token_counter as text_counter
 from ..engine.requests import Call, Operation, run_async, run_sync
@@ -127,25 +128,29 @@ def _steps(
     threshold = max_tokens if max_tokens_before_summary is None else max_tokens_before_summary
     msgs = list(messages)
     system = msgs.pop(0) if msgs and isinstance(msgs[0], SystemMessage) else None
+    if not msgs:
+        return SummarizationResult(messages=list(messages), running_summary=running_summary)
+    # What is left after the cut must fit beside the summary and the system message.
+    remaining_room = max_tokens - max_summary_tokens
     if system is not None:
-        threshold -= token_counter([system])
-    if any(m.id is None for m in msgs):
-        raise ValueError("Messages are required to have an id (the running summary tracks them).")
+        remaining_room -= token_counter([system])
     start = _first_new(msgs, running_summary)
     new = msgs[start:]
-    budget = threshold - (max_summary_tokens if running_summary else 0)
-    cut = None
-    if token_counter(new) > budget:
-        cut = _cut(new, threshold - max_summary_tokens, token_counter)
+    _check_ids(new, running_summary)
+    cut = _cut(new, threshold, remaining_room, token_counter)
     summary = running_summary
     if cut:
         part = new[:cut]
+        room = max_tokens
+        if running_summary is not None:
+            room -= token_counter([SystemMessage(content=running_summary.summary)])
+        shown = _fit(part, room, token_counter)
         if running_summary is not None:
             prompt = existing.invoke(
-                {"messages": part, "existing_summary": running_summary.summary}
+                {"messages": shown, "existing_summary": running_summary.summary}
             )
         else:
-            prompt = initial.invoke({"messages": part})
+            prompt = initial.invoke({"messages": shown})
         reply = yield Call(
             lambda: model.invoke(prompt.to_messages()),
             lambda: model.ainvoke(prompt.to_messages()),
@@ -162,14 +167,34 @@ def _steps(
         new = new[cut:]
     if summary is None:
         return SummarizationResult(messages=list(messages), running_summary=None)
+    # A system message that already carries the summary (a node that rewrote
+    # the thread) is not repeated.
+    repeat = system is not None and not (
+        running_summary is not None and running_summary.summary in str(system.content)
+    )
     out = final.invoke(
         {
-            "system_message": [system] if system is not None else [],
+            "system_message": [system] if repeat else [],
             "summary": summary.summary,
             "messages": new,
         }
     )
     return SummarizationResult(messages=list(out.to_messages()), running_summary=summary)  # type: ignore[arg-type]
+
+
+def _check_ids(new: list[AnyMessage], running: RunningSummary | None) -> None:
+    done = running.summarized_message_ids if running is not None else set()
+    for m in new:
+        if m.id is None:
+            raise ValueError(
+                "Messages are required to have ID field (the running summary tracks "
+                "them by id): give each message an id, as LangGraph's add_messages does."
+            )
+        if m.id in done:
+            raise ValueError(
+                f"Message with ID {m.id} has already been summarized: pass the thread's "
+                "messages once each, with the running summary of that thread."
+            )
 
 
 def _first_new(msgs: list[AnyMessage], running: RunningSummary | None) -> int:
@@ -186,28 +211,37 @@ def _first_new(msgs: list[AnyMessage], running: RunningSummary | None) -> int:
     return covered[-1] + 1 if covered else 0
 
 
-def _cut(new: list[AnyMessage], room: int, count: TokenCounter) -> int:
-    """How many of ``new`` to summarize: the longest prefix within ``room``
-    tokens that ends after an AI reply (not on the user's open question) and
-    leaves no tool result without its call."""
-    best, used = 0, 0
+def _cut(new: list[AnyMessage], threshold: int, room: int, count: TokenCounter) -> int:
+    """How many of ``new`` to summarize: the shortest prefix of at least
+    ``threshold`` tokens after which the rest fits in ``room`` (LangMem's
+    rule), extended over the tool results that answer its last calls."""
+    total = count(new)
+    used = 0
     for i, m in enumerate(new):
         used += count([m])
-        if used > room and best:
-            break
-        if _ends_cleanly(new, i + 1):
-            best = i + 1
-    return best
+        if used >= threshold and total - used <= room:
+            n = i + 1
+            while n < len(new) and isinstance(new[n], ToolMessage):
+                n += 1  # a call is never cut from its results
+            return n
+    return 0
 
 
-def _ends_cleanly(msgs: list[AnyMessage], n: int) -> bool:
-    last = msgs[n - 1]
-    if isinstance(last, HumanMessage):
-        return False  # a question is kept with its answer
-    if isinstance(last, AIMessage) and last.tool_calls:
-        return False  # its results follow
-    # The next message must not be a tool result whose call is summarized.
-    return not (n < len(msgs) and isinstance(msgs[n], ToolMessage))
+def _fit(part: list[AnyMessage], room: int, count: TokenCounter) -> list[AnyMessage]:
+    """The messages the summarizing model is shown: the newest of ``part``
+    within ``room`` tokens (the same model usually serves the app and the
+    summary, so its window is the app's)."""
+    if count(part) <= room:
+        return part
+    kept: list[AnyMessage] = trim_messages(  # type: ignore[assignment]
+        part,
+        max_tokens=room,
+        token_counter=count,
+        start_on="human",
+        strategy="last",
+        allow_partial=True,
+    )
+    return kept or part
 
 
 def summarize_messages(
@@ -281,6 +315,8 @@ class SummarizationNode(RunnableLambda):
     """LangMem's node (e.g. LangGraph's ``create_react_agent(pre_model_hook=...)``):
     reads ``state[input_messages_key]`` and ``state["context"]["running_summary"]``,
     returns ``{output_messages_key: messages, "context": {"running_summary": ...}}``.
+    With ``output_messages_key`` equal to ``input_messages_key`` the thread itself
+    is rewritten (all messages removed, then the summary and the newer ones).
     """
 
     def __init__(
@@ -298,11 +334,6 @@ class SummarizationNode(RunnableLambda):
         output_messages_key: str = "summarized_messages",
         name: str = "summarization",
     ) -> None:
-        if input_messages_key == output_messages_key:
-            raise ValueError(
-                "output_messages_key must differ from input_messages_key: the node "
-                "returns the messages to send, it does not rewrite the thread"
-            )
         settings: dict[str, Any] = {
             "model": model,
             "max_tokens": max_tokens,
@@ -315,12 +346,23 @@ class SummarizationNode(RunnableLambda):
         def steps(state: Any) -> Operation[dict[str, Any]]:
             get = state.get if isinstance(state, dict) else lambda k, d=None: getattr(state, k, d)
             context = dict(get("context", None) or {})
-            result = yield from _steps(
-                get(input_messages_key) or [], context.get("running_summary"), **settings
-            )
+            msgs = get(input_messages_key, None)
+            if msgs is None:
+                raise ValueError(
+                    f"Missing required field `{input_messages_key}` in the input: the node "
+                    "reads the thread's messages there (input_messages_key)."
+                )
+            result = yield from _steps(msgs, context.get("running_summary"), **settings)
             update: dict[str, Any] = {output_messages_key: result.messages}
             if result.running_summary is not None:
                 update["context"] = {**context, "running_summary": result.running_summary}
+                if input_messages_key == output_messages_key:
+                    # Writing back to the thread: its messages are replaced by
+                    # the summary and what follows it.
+                    update[output_messages_key] = [
+                        RemoveMessage(REMOVE_ALL_MESSAGES),
+                        *result.messages,
+                    ]
             return update
 
         def node(state: Any, config: RunnableConfig) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """The old home of reflection and the LangMem-compatible managers, kept for
 one release: every name and module here warns and points to its new place
 (:mod:`langmem_ext.agents.reflection`, :mod:`langmem_ext.agents`,
-:mod:`langmem_ext.langmem`).
+:mod:`langmem_ext.langmem`), except ``ReflectionExecutor``: LangMem's
+``langmem.reflection`` has it here too.
 
 Examples:
     >>> import warnings
@@ -52,4 +53,5 @@ __getattr__, __dir__ = old_package(
             )
         },
     },
+    quiet=("ReflectionExecutor",),
 )

@@ -14,6 +14,7 @@ from ._filters import OPERATORS, normalize_filter
 from ._metrics import StoreMetrics, instrument_stores
 from ._ops import SEARCH_MODES, HybridSearchOp, SearchMode
 from .embeddings import CachedEmbeddings, IndexConfig, LocalEmbeddings
+from .feedback import query_feedback
 from .sqlite import AsyncSqliteStore, SQLiteStore
 from .threads import set_threads
 
@@ -37,6 +38,7 @@ __all__ = [
     "VectorIndexConfig",
     "instrument_stores",
     "normalize_filter",
+    "query_feedback",
     "set_threads",
     "supports_hybrid",
 ]

@@ -6,7 +6,8 @@ ranking, asks ``R`` to score them against the query, and returns the page in
 ``BaseDocumentCompressor`` (``CohereRerank``, ``FlashrankRerank``,
 ``CrossEncoderReranker``…; documents it leaves out are left out) or a callable
 ``(query, texts) -> scores`` (sync or async, one score per text, higher is
-better). Searches without a query, and searches in ``"vector"`` mode (plain
+better), or :func:`~langmem_ext.stores.query_feedback`, which also reads the
+store's scores. Searches without a query, and searches in ``"vector"`` mode (plain
 cosine, asked for on purpose), are untouched. Everything that searches
 through the store (engine recall, the memory tools and prompt, MCP, the
 browser) gets the stage.
@@ -41,6 +42,7 @@ from langgraph.store.base import SearchItem, SearchOp
 
 from ..errors import ConfigurationError
 from ._ops import HybridSearchOp
+from .feedback import QueryFeedback
 
 __all__ = ["Reranker", "reranker_from"]
 
@@ -114,6 +116,8 @@ class Reranker:
         if not items:
             return items
         texts = [text(it.value) for it in items]
+        if isinstance(self.rerank, QueryFeedback):
+            return _page(op, items, self._feedback(op.query, texts, items))
         try:
             future = _POOL.submit(self._scores_sync, op.query, texts)
             order = future.result(timeout=self.timeout)
@@ -128,11 +132,20 @@ class Reranker:
         if not items:
             return items
         texts = [text(it.value) for it in items]
+        if isinstance(self.rerank, QueryFeedback):
+            return _page(op, items, self._feedback(op.query, texts, items))
         try:
             order = await asyncio.wait_for(self._scores_async(op.query, texts), self.timeout)
         except Exception as e:
             return self._fallback(op, items, e)
         return _page(op, items, order)
+
+    def _feedback(
+        self, query: str, texts: list[str], items: list[SearchItem]
+    ) -> list[tuple[int, float]]:
+        # Pure arithmetic over the candidates, microseconds: run in place, no time-out.
+        scores = [it.score if it.score is not None else 0.0 for it in items]
+        return _from_scores(self.rerank.rescore(query, texts, scores), len(texts))
 
     # -- the two kinds of re-ranker ---------------------------------------------
 

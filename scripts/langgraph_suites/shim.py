@@ -93,6 +93,10 @@ def install() -> None:
     langgraph.store.memory.InMemoryStore = VectorSQLiteStore  # type: ignore[misc]
     langgraph.store.sqlite.SqliteStore = VectorSQLiteStore  # type: ignore[misc]
     langgraph.store.sqlite.AsyncSqliteStore = VectorAsyncSQLiteStore  # type: ignore[misc]
+
+
+def stub_missing() -> None:
+    """What the test modules import but this environment may lack."""
     try:
         import pytest_mock  # noqa: F401
     except ImportError:

@@ -150,3 +150,54 @@ def test_the_engine_searches_through_the_stage():
 def test_bad_settings_are_refused_by_name(index, message):
     with pytest.raises(ConfigurationError, match=message):
         SQLiteStore(index={"fields": ["text"], **index})
+
+
+FEEDBACK_NOTES = {
+    "bake": "Mia baked a lemon cake for the party",
+    "cake": "the lemon cake was gone by nine",
+    "bus": "Mia went home by bus",
+    "tea": "Mia drinks tea at nine",
+}
+
+
+def _notes(kind, request, ns, **rerank):
+    index = {"dims": 64, "embed": WordEmbeddings(64), "fields": ["text"], **rerank}
+    if kind == "sqlite":
+        store = SQLiteStore(index=index)
+    else:
+        from langmem_ext.stores.postgres import PostgresStore
+
+        store = PostgresStore(request.getfixturevalue("pg_server").fresh_schema(), index=index)
+    for key, text in FEEDBACK_NOTES.items():
+        store.put(ns, key, {"text": text})
+    store.put(("other-user",), "secret", {"text": "lemon cake recipe from the other user"})
+    return store
+
+
+def test_query_feedback_finds_an_answer_worded_like_the_best_result(kind, request):
+    from langmem_ext.stores import query_feedback
+
+    ns = ("ada",)
+    plain = _notes(kind, request, ns)
+    fed = _notes(kind, request, ns, rerank=query_feedback(top=1, weight=2.0), rerank_candidates=10)
+    query = "what did Mia bake"
+    own = [it.key for it in plain.search(ns, query=query, limit=4)]
+    got = [it.key for it in fed.search(ns, query=query, limit=4)]
+    agot = [it.key for it in asyncio.run(fed.asearch(ns, query=query, limit=4))]
+    assert got[0] == own[0] == "bake"
+    # "the lemon cake was gone" shares no word with the question, but the
+    # best result's words: it rises above what only shares "Mia".
+    assert got.index("cake") < own.index("cake") and got.index("cake") == 1
+    assert agot == got
+    assert "secret" not in got  # candidates come from the namespace searched only
+    plain.close()
+    fed.close()
+
+
+def test_query_feedback_settings_are_checked():
+    from langmem_ext.stores import query_feedback
+
+    with pytest.raises(ValueError, match="at least 1"):
+        query_feedback(top=0)
+    with pytest.raises(ValueError, match="0 or more"):
+        query_feedback(weight=-1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from langchain_core.documents import BaseDocumentCompressor
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableLambda
 from langgraph.store.memory import InMemoryStore
@@ -60,6 +61,52 @@ def test_async_filter_and_a_chain(store):
     assert [d.metadata["key"] for d in docs] == ["n2"]
     chain = retriever | RunnableLambda(lambda docs: "\n".join(d.page_content for d in docs))
     assert chain.invoke("sister") == "Ada's sister Clara lives in Porto"
+
+
+class SharesAWord(BaseDocumentCompressor):
+    """Keeps the documents that share a word with the query."""
+
+    def compress_documents(self, documents, query, callbacks=None):
+        words = set(query.lower().split())
+        return [d for d in documents if words & set(d.page_content.lower().split())]
+
+
+def test_contextual_compression_over_the_store(store):
+    # LangChain's ContextualCompressionRetriever over the store's retriever.
+    from langchain_classic.retrievers import ContextualCompressionRetriever
+
+    compressor = SharesAWord()
+    retriever = ContextualCompressionRetriever(
+        base_compressor=compressor, base_retriever=store.as_retriever(("memories", "ada"), k=3)
+    )
+    docs = retriever.invoke("green tea")
+    assert [d.metadata["key"] for d in docs] == ["n1"]  # the unrelated two are filtered out
+    assert asyncio.run(retriever.ainvoke("green tea"))[0].metadata["namespace"] == (
+        "memories",
+        "ada",
+    )
+
+
+def test_a_prompt_and_model_chain_reads_the_memories(store):
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.prompts import ChatPromptTemplate
+    from langchain_core.runnables import RunnablePassthrough
+
+    seen: list[str] = []
+    model = GenericFakeChatModel(messages=iter([AIMessage("Porto.")]))
+    prompt = ChatPromptTemplate.from_messages(
+        [("system", "Memories:\n{memories}"), ("user", "{question}")]
+    )
+    retriever = store.as_retriever(("memories", "ada"), k=1)
+
+    def joined(docs):
+        seen.append("\n".join(d.page_content for d in docs))
+        return seen[-1]
+
+    chain = {"memories": retriever | joined, "question": RunnablePassthrough()} | prompt | model
+    assert chain.invoke("where does the sister live").content == "Porto."
+    assert seen == ["Ada's sister Clara lives in Porto"]
 
 
 def test_any_langgraph_store_works_without_modes():

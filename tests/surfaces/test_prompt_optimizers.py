@@ -102,6 +102,18 @@ def test_only_the_prompts_the_trajectories_concern_change():
     assert model.calls == 2
 
 
+def test_awaiting_the_optimizer_is_ainvoke():
+    # LangMem's shorthand: ``await optimizer(trajectories, prompt)``.
+    one = create_prompt_optimizer(
+        ScriptedExtractionModel([update("Be brief.")]), kind="prompt_memory"
+    )
+    assert asyncio.run(one(TRAJECTORIES, "Be thorough.")) == "Be brief."
+    model = ScriptedExtractionModel([call("select_prompts", names=["a"]), update("New a.")])
+    many = create_multi_prompt_optimizer(model, kind="prompt_memory")
+    out = asyncio.run(many(TRAJECTORIES, [{"name": "a", "prompt": "Old a."}]))
+    assert out == [{"name": "a", "prompt": "New a."}]
+
+
 def test_bad_inputs_are_refused_by_name():
     with pytest.raises(ConfigurationError, match="unknown kind"):
         create_prompt_optimizer(ScriptedExtractionModel([]), kind="beam")

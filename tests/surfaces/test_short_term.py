@@ -177,19 +177,38 @@ class State(MessagesState):
     context: dict
 
 
-def test_summarization_node_in_a_graph():
+def run_node(messages: list, **keys: str) -> dict:
+    """One summarization node in a graph, run once over ``messages``."""
     node = SummarizationNode(
         model=summarizer("what was said"),
         max_tokens=50,
         max_summary_tokens=10,
         token_counter=per_message,
+        **keys,
     )
     graph = StateGraph(State)
     graph.add_node("summarize", node)
     graph.add_edge(START, "summarize")
-    out = graph.compile().invoke({"messages": thread(4), "context": {}})
+    return graph.compile().invoke({"messages": messages, "context": {}})
+
+
+def test_summarization_node_in_a_graph():
+    out = run_node(thread(4))
     assert "what was said" in out["summarized_messages"][0].content
     assert out["context"]["running_summary"].summary == "what was said"
     assert len(out["messages"]) == 8  # the thread itself is not rewritten
-    with pytest.raises(ValueError, match="must differ"):
-        SummarizationNode(model=summarizer(), max_tokens=10, output_messages_key="messages")
+
+
+def test_summarization_node_rewrites_the_thread_when_keys_match():
+    before = thread(4)
+    out = run_node(before, output_messages_key="messages")
+    assert "what was said" in out["messages"][0].content
+    kept = [m.id for m in out["messages"][1:]]
+    assert kept and kept == [m.id for m in before[-len(kept) :]]
+    assert len(out["messages"]) < len(before)
+
+
+def test_summarization_node_names_a_missing_messages_key():
+    node = SummarizationNode(model=summarizer(), max_tokens=10, input_messages_key="history")
+    with pytest.raises(ValueError, match="history"):
+        node.invoke({"messages": thread(1)})

