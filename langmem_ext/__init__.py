@@ -61,6 +61,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time names load on 
     )
     from .langmem import (
         PromptVersions,
+        arule_feedback,
         create_manage_memory_tool,
         create_memory_manager,
         create_memory_searcher,
@@ -69,6 +70,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time names load on 
         create_prompt_optimizer,
         create_search_memory_tool,
         create_thread_extractor,
+        rule_feedback,
     )
     from .servers import create_mcp_server, create_ui_app
     from .short_term import (
@@ -148,6 +150,8 @@ _EXPORTS = {
     "create_thread_extractor": ".langmem",
     "create_ui_app": ".servers",
     "PromptVersions": ".langmem",
+    "arule_feedback": ".langmem",
+    "rule_feedback": ".langmem",
     "create_prompt_optimizer": ".langmem",
     "create_multi_prompt_optimizer": ".langmem",
     "RunningSummary": ".short_term",
@@ -213,6 +217,7 @@ __all__ = [
     "TenantAccessError",
     "VectorIndexConfig",
     "__version__",
+    "arule_feedback",
     "asummarize_messages",
     "chat_reranker",
     "create_manage_memory_tool",
@@ -227,6 +232,7 @@ __all__ = [
     "create_thread_extractor",
     "create_ui_app",
     "query_feedback",
+    "rule_feedback",
     "set_threads",
     "summarize_messages",
 ]

@@ -202,6 +202,9 @@ def bench_locomo(
     conversations: Annotated[
         int, typer.Option(help="Only the first N conversations (0: all).")
     ] = 0,
+    questions: Annotated[
+        int, typer.Option(help="Only the first N questions of each conversation (0: all).")
+    ] = 0,
     stages: Annotated[
         str,
         typer.Option(
@@ -268,6 +271,7 @@ def bench_locomo(
         context_weight=context_weight,
         cache=out / "embeddings.db",
         conversations=conversations or None,
+        questions=questions or None,
         stages=staged,
         candidates=candidates,
         rerank=reranked,

@@ -18,6 +18,7 @@ from .managers import (
 )
 from .optimizers import Prompt, create_multi_prompt_optimizer, create_prompt_optimizer
 from .prompt_versions import PromptVersions
+from .rule_feedback import arule_feedback, rule_feedback
 from .searcher import create_memory_searcher
 from .store_manager import MemoryStoreManager, create_memory_store_manager
 from .thread_extractor import create_thread_extractor
@@ -31,6 +32,7 @@ __all__ = [
     "Prompt",
     "PromptVersions",
     "ReflectionExecutor",
+    "arule_feedback",
     "create_manage_memory_tool",
     "create_memory_manager",
     "create_memory_searcher",
@@ -39,4 +41,5 @@ __all__ = [
     "create_prompt_optimizer",
     "create_search_memory_tool",
     "create_thread_extractor",
+    "rule_feedback",
 ]

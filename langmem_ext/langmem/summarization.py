@@ -5,9 +5,16 @@ LangMem's names, arguments and return shapes, and one body for sync and async.
 
 It follows LangMem's rule (the oldest messages, at least
 ``max_tokens_before_summary`` tokens of them, are summarized once the rest
-fits beside the summary in ``max_tokens``) and passes LangMem's own
-summarization tests. What differs, on purpose:
+fits beside the summary in ``max_tokens``). What differs, on purpose:
 
+* **The output stays within ``max_tokens``.** With a running summary, new
+  messages are summarized once they fill what the summary leaves of
+  ``max_tokens`` (LangMem waits until they reach ``max_tokens`` on their own,
+  so what it returns passes ``max_tokens`` by the summary's size). An explicit
+  ``max_tokens_before_summary`` is followed as given.
+* **The newest user message is never summarized.** LangMem folds it into the
+  summary when only the whole thread reaches the threshold, and the model is
+  then sent a summary with no question to answer.
 * **A tool call is never cut from its results.** The summarized part is
   extended over every tool result that follows it, so the messages left never
   start with an orphan ``ToolMessage`` (which providers reject).
@@ -40,6 +47,7 @@ from langchain_core.language_models import LanguageModelLike
 from langchain_core.messages import (
     AnyMessage,
     BaseMessage,
+    HumanMessage,
     RemoveMessage,
     SystemMessage,
     ToolMessage,
@@ -48,9 +56,11 @@ from langchain_core.messages import (
 from langchain_core.prompts.chat import ChatPromptTemplate
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.store.base import BaseStore
 
 from ..agents.reflection.tokens import token_counter as text_counter
 from ..engine.requests import Call, Operation, run_async, run_sync
+from .running_summaries import SummaryPlace
 
 __all__ = [
     "DEFAULT_EXISTING_SUMMARY_PROMPT",
@@ -137,6 +147,14 @@ def _steps(
     start = _first_new(msgs, running_summary)
     new = msgs[start:]
     _check_ids(new, running_summary)
+    if running_summary is not None and max_tokens_before_summary is None:
+        # The summary is sent too: the new messages may only fill what it
+        # leaves of max_tokens (LangMem lets them reach max_tokens on their
+        # own, so the output passes max_tokens by the summary's size).
+        summary_msg = final.invoke(
+            {"system_message": [], "summary": running_summary.summary, "messages": []}
+        )
+        threshold -= token_counter(summary_msg.to_messages())
     cut = _cut(new, threshold, remaining_room, token_counter)
     summary = running_summary
     if cut:
@@ -214,16 +232,21 @@ def _first_new(msgs: list[AnyMessage], running: RunningSummary | None) -> int:
 def _cut(new: list[AnyMessage], threshold: int, room: int, count: TokenCounter) -> int:
     """How many of ``new`` to summarize: the shortest prefix of at least
     ``threshold`` tokens after which the rest fits in ``room`` (LangMem's
-    rule), extended over the tool results that answer its last calls."""
+    rule), extended over the tool results that answer its last calls, and
+    never reaching the newest user message."""
     total = count(new)
     used = 0
+    # The newest user message and what follows it are what the model answers:
+    # never folded into the summary.
+    asks = [i for i, m in enumerate(new) if isinstance(m, HumanMessage)]
+    cap = asks[-1] if asks else len(new)
     for i, m in enumerate(new):
         used += count([m])
         if used >= threshold and total - used <= room:
             n = i + 1
             while n < len(new) and isinstance(new[n], ToolMessage):
                 n += 1  # a call is never cut from its results
-            return n
+            return min(n, cap)
     return 0
 
 
@@ -317,6 +340,11 @@ class SummarizationNode(RunnableLambda):
     returns ``{output_messages_key: messages, "context": {"running_summary": ...}}``.
     With ``output_messages_key`` equal to ``input_messages_key`` the thread itself
     is rewritten (all messages removed, then the summary and the newer ones).
+
+    ``summaries_namespace=("summaries", "{user_id}")`` also keeps each thread's
+    running summary in the store (``store=``, or the graph's), keyed by the
+    run's ``thread_id``: a thread resumed where its state has no summary (another
+    worker, no checkpointer) starts from the stored one.
     """
 
     def __init__(
@@ -333,7 +361,10 @@ class SummarizationNode(RunnableLambda):
         input_messages_key: str = "messages",
         output_messages_key: str = "summarized_messages",
         name: str = "summarization",
+        summaries_namespace: Any = None,
+        store: BaseStore | None = None,
     ) -> None:
+        place = SummaryPlace(summaries_namespace, store) if summaries_namespace else None
         settings: dict[str, Any] = {
             "model": model,
             "max_tokens": max_tokens,
@@ -343,7 +374,7 @@ class SummarizationNode(RunnableLambda):
             "prompts": (initial_summary_prompt, existing_summary_prompt, final_prompt),
         }
 
-        def steps(state: Any) -> Operation[dict[str, Any]]:
+        def steps(state: Any, config: Any) -> Operation[dict[str, Any]]:
             get = state.get if isinstance(state, dict) else lambda k, d=None: getattr(state, k, d)
             context = dict(get("context", None) or {})
             msgs = get(input_messages_key, None)
@@ -352,9 +383,14 @@ class SummarizationNode(RunnableLambda):
                     f"Missing required field `{input_messages_key}` in the input: the node "
                     "reads the thread's messages there (input_messages_key)."
                 )
-            result = yield from _steps(msgs, context.get("running_summary"), **settings)
+            before = context.get("running_summary")
+            if before is None and place is not None:
+                before = yield from place.load(config)
+            result = yield from _steps(msgs, before, **settings)
             update: dict[str, Any] = {output_messages_key: result.messages}
             if result.running_summary is not None:
+                if place is not None and result.running_summary is not before:
+                    yield from place.save(result.running_summary, config)
                 update["context"] = {**context, "running_summary": result.running_summary}
                 if input_messages_key == output_messages_key:
                     # Writing back to the thread: its messages are replaced by
@@ -365,10 +401,13 @@ class SummarizationNode(RunnableLambda):
                     ]
             return update
 
+        def where() -> Any:
+            return place.resolve_store() if place is not None else None
+
         def node(state: Any, config: RunnableConfig) -> dict[str, Any]:
-            return run_sync(steps(state), None)  # type: ignore[arg-type]
+            return run_sync(steps(state, config), where())
 
         async def anode(state: Any, config: RunnableConfig) -> dict[str, Any]:
-            return await run_async(steps(state), None)  # type: ignore[arg-type]
+            return await run_async(steps(state, config), where())
 
         super().__init__(node, afunc=anode, name=name)

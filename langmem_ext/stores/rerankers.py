@@ -119,7 +119,7 @@ class Reranker:
         if isinstance(self.rerank, QueryFeedback):
             return _page(op, items, self._feedback(op.query, texts, items))
         try:
-            future = _POOL.submit(self._scores_sync, op.query, texts)
+            future = _POOL.submit(_own(self._scores_sync), op.query, texts)
             order = future.result(timeout=self.timeout)
         except Exception as e:
             return self._fallback(op, items, e)
@@ -135,7 +135,7 @@ class Reranker:
         if isinstance(self.rerank, QueryFeedback):
             return _page(op, items, self._feedback(op.query, texts, items))
         try:
-            order = await asyncio.wait_for(self._scores_async(op.query, texts), self.timeout)
+            order = await asyncio.wait_for(_aown(self._scores_async)(op.query, texts), self.timeout)
         except Exception as e:
             return self._fallback(op, items, e)
         return _page(op, items, order)
@@ -171,13 +171,42 @@ class Reranker:
         return _from_scores(got, len(texts))
 
     def _fallback(self, op: Any, items: list[SearchItem], error: BaseException) -> list[Any]:
-        why = (
-            f"took longer than {self.timeout:.1f} s"
-            if isinstance(error, TimeoutError | concurrent.futures.TimeoutError)
-            else f"failed ({type(error).__name__}: {error})"
-        )
+        if isinstance(error, _RerankerFailed):
+            cause = error.__cause__
+            why = f"failed ({type(cause).__name__}: {cause})"
+        elif isinstance(error, TimeoutError | concurrent.futures.TimeoutError):
+            why = f"took longer than rerank_timeout ({self.timeout:.1f} s)"
+        else:
+            why = f"failed ({type(error).__name__}: {error})"
         logger.warning("the re-ranker %s; results in the store's own order", why[:300])
         return items[op.offset : op.offset + op.limit]
+
+
+class _RerankerFailed(Exception):
+    """What the re-ranker itself raised (its own time-outs too), told apart
+    from the stage's time-out."""
+
+
+def _own(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def run(*args: Any) -> Any:
+        try:
+            return fn(*args)
+        except Exception as e:
+            raise _RerankerFailed() from e
+
+    return run
+
+
+def _aown(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    @functools.wraps(fn)
+    async def run(*args: Any) -> Any:
+        try:
+            return await fn(*args)
+        except Exception as e:
+            raise _RerankerFailed() from e
+
+    return run
 
 
 async def _awaited(value: Awaitable[Any]) -> Any:

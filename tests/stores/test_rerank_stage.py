@@ -114,9 +114,17 @@ def test_a_failing_or_slow_reranker_gives_the_stores_order(kind, request, caplog
         time.sleep(2)
         return [0.0] * len(texts)
 
+    def gives_up(query, texts):  # e.g. a model client's own time-out
+        raise TimeoutError("model call timed out after 30 s")
+
     plain = _make(kind, request)
     own = [it.key for it in plain.search(("docs",), query="tea", limit=4)]
-    for rerank, why in ((broken, "rerank service down"), (slow, "took longer than 0.2 s")):
+    cases = (
+        (broken, "failed (RuntimeError: rerank service down)"),
+        (slow, "took longer than rerank_timeout (0.2 s)"),
+        (gives_up, "failed (TimeoutError: model call timed out after 30 s)"),
+    )
+    for rerank, why in cases:
         store = _make(kind, request, rerank=rerank, rerank_timeout=0.2)
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="langmem_ext.stores"):

@@ -109,3 +109,35 @@ def test_the_middleware_serves_the_current_version():
     agent = create_agent(model, tools=[], middleware=[prompts.middleware("main")], store=store)
     agent.invoke({"messages": [("user", "hi")]}, ADA)
     assert model.seen[0][0].content == "Always answer in French."
+
+
+def test_the_engines_rule_feedback_drives_an_optimization(store):
+    from langmem_ext import MemoryEngine, arule_feedback, rule_feedback
+    from langmem_ext.engine import MemoryContext
+
+    engine = MemoryEngine(store)
+    ada, bob = MemoryContext("acme", user_id="ada"), MemoryContext("acme", user_id="bob")
+    assert rule_feedback(engine, ada) == ""  # no rule has feedback yet
+    good = engine.store_rule(ada, "Answer in the user's language")
+    bad = engine.store_rule(ada, "Always use bullet points")
+    engine.store_rule(ada, "Never rated")
+    for _ in range(2):
+        engine.mark_helpful(ada, good.id)
+    engine.mark_harmful(ada, bad.id)
+    engine.store_rule(bob, "Bob's own rule")
+    text = rule_feedback(engine, ada)
+    assert text == asyncio.run(arule_feedback(engine, ada))
+    lines = text.splitlines()[1:]
+    assert lines == [
+        '- "Always use bullet points": marked helpful 0 times, harmful 1 time (candidate)',
+        '- "Answer in the user\'s language": marked helpful 2 times, harmful 0 times (candidate)',
+    ]
+    model = ScriptedExtractionModel([update("Answer in the user's language; no bullet lists.")])
+    prompts = PromptVersions(store, namespace=("prompts", "{user_id}"))
+    prompts.save("main", "You are a helpful assistant.", ADA)
+    new = prompts.optimize(create_prompt_optimizer(model, kind="prompt_memory"), "main", text, ADA)
+    assert new == "Answer in the user's language; no bullet lists."
+    shown = str(model.seen[0][-1].content)
+    assert "Always use bullet points" in shown and "harmful 1 time" in shown
+    assert "Bob's own rule" not in shown and "Never rated" not in shown
+    assert "harmful 1 time" in str(prompts.history("main", ADA)[0]["trajectories"])

@@ -212,3 +212,103 @@ def test_summarization_node_names_a_missing_messages_key():
     node = SummarizationNode(model=summarizer(), max_tokens=10, input_messages_key="history")
     with pytest.raises(ValueError, match="history"):
         node.invoke({"messages": thread(1)})
+
+
+def _worker(store, model):
+    # One worker's graph: no checkpointer, so nothing carries the context over.
+    node = SummarizationNode(
+        model=model,
+        max_tokens=50,
+        max_summary_tokens=10,
+        token_counter=per_message,
+        summaries_namespace=("summaries", "{user_id}"),
+    )
+    graph = StateGraph(State)
+    graph.add_node("summarize", node)
+    graph.add_edge(START, "summarize")
+    return graph.compile(store=store)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_thread_resumed_on_another_worker_keeps_its_summary(asynchronous):
+    from langmem_ext import SQLiteStore
+
+    store = SQLiteStore()
+    cfg = {"configurable": {"thread_id": "t-1", "user_id": "ada"}}
+    msgs = thread(4)
+    first = _worker(store, summarizer("they said hello"))
+    second_model = summarizer("they said hello, then more")
+    second = _worker(store, second_model)
+
+    def run(graph, messages):
+        state = {"messages": messages, "context": {}}
+        return asyncio.run(graph.ainvoke(state, cfg)) if asynchronous else graph.invoke(state, cfg)
+
+    out = run(first, msgs)
+    stored = store.get(("summaries", "ada"), "t-1").value
+    assert stored["summary"] == "they said hello"
+    assert (
+        out["context"]["running_summary"].last_summarized_message_id
+        == (stored["last_summarized_message_id"])
+    )
+    # Worker B sees the same thread with no summary in its state, plus a few
+    # new messages: it resumes after the stored summary instead of starting over.
+    more = thread(6)[len(msgs) :]
+    out = run(second, msgs + more)
+    assert out["summarized_messages"][0].content.endswith("they said hello, then more")
+    assert "This is summary of the conversation so far: they said hello" in str(
+        second_model.seen[0][-1].content
+    )
+    assert store.get(("summaries", "ada"), "t-1").value["summary"] == "they said hello, then more"
+    assert store.get(("summaries", "bob"), "t-1") is None
+
+
+def test_a_stored_summary_needs_a_thread_id_and_a_store():
+    from langmem_ext import ConfigurationError, SQLiteStore
+
+    graph = _worker(SQLiteStore(), summarizer("x"))
+    with pytest.raises(ConfigurationError, match="thread_id"):
+        graph.invoke({"messages": thread(4), "context": {}}, {"configurable": {"user_id": "ada"}})
+    graph = _worker(None, summarizer("x"))
+    with pytest.raises(ConfigurationError, match="needs a store"):
+        graph.invoke(
+            {"messages": thread(4), "context": {}},
+            {"configurable": {"thread_id": "t", "user_id": "ada"}},
+        )
+
+
+def test_every_turn_of_a_long_thread_stays_within_max_tokens():
+    # LangMem lets the new messages alone reach max_tokens once a summary
+    # exists, so it sends the summary on top of a full budget.
+    model = ScriptedExtractionModel([AIMessage(words(8, "s"))] * 50)
+    msgs, running, sizes = [], None, []
+    for m in thread(30):
+        msgs.append(m)
+        out = summarize_messages(
+            msgs,
+            running_summary=running,
+            model=model,
+            max_tokens=60,
+            max_summary_tokens=12,
+            token_counter=per_message,
+        )
+        running = out.running_summary
+        sizes.append(per_message(out.messages))
+    assert running is not None and max(sizes) <= 60
+
+
+def test_the_newest_question_is_never_folded_into_the_summary():
+    # Only the whole thread reaches the threshold: LangMem summarizes all of
+    # it and sends a summary with no question left to answer.
+    msgs = [*thread(2), HumanMessage(words(30, "ask"), id="last")]
+    out = summarize_messages(
+        msgs,
+        running_summary=None,
+        model=summarizer("what was said"),
+        max_tokens=70,
+        max_summary_tokens=10,
+        token_counter=per_message,
+    )
+    assert out.running_summary is not None
+    assert "last" not in out.running_summary.summarized_message_ids
+    assert out.messages[-1].id == "last"

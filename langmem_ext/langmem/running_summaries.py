@@ -1,0 +1,89 @@
+"""Running summaries kept in the store, one per thread, so a thread resumed
+on another worker (or without a checkpointer) keeps its summary.
+
+``SummarizationNode(..., summaries_namespace=("summaries", "{user_id}"))``
+reads the thread's summary from the store when the state has none, and writes
+it each time it changes, under the key ``thread_id`` of the run's config. The
+store is the one given (``store=``) or the graph's.
+
+Examples:
+    >>> from langmem_ext import SQLiteStore
+    >>> from langmem_ext.langmem.summarization import RunningSummary
+    >>> place = SummaryPlace(("summaries",), SQLiteStore())
+    >>> cfg = {"configurable": {"thread_id": "t-1"}}
+    >>> _ = run_sync(place.save(RunningSummary("so far: hi", {"1"}, "1"), cfg), place.store)
+    >>> run_sync(place.load(cfg), place.store).summary
+    'so far: hi'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.store.base import BaseStore, GetOp, PutOp
+
+from ..engine.namespaces import NamespaceTemplate
+from ..engine.requests import Batch, Operation
+from ..errors import ConfigurationError
+
+__all__ = ["SummaryPlace"]
+
+
+class SummaryPlace:
+    """Where a thread's running summary lives: a namespace template and a store
+    (None: the graph's store, looked up at run time)."""
+
+    def __init__(self, namespace: Any, store: BaseStore | None = None) -> None:
+        self.template = NamespaceTemplate(namespace)
+        self.store = store
+
+    def resolve_store(self) -> BaseStore:
+        if self.store is not None:
+            return self.store
+        from langgraph.config import get_store
+
+        try:
+            store = get_store()
+        except RuntimeError:  # outside a graph
+            store = None
+        if store is None:
+            raise ConfigurationError(
+                "summaries_namespace needs a store: compile the graph with store=..., or pass "
+                "SummarizationNode(..., store=store)"
+            )
+        return store
+
+    def _where(self, config: Any) -> tuple[tuple[str, ...], str]:
+        thread = ((config or {}).get("configurable") or {}).get("thread_id")
+        if thread in (None, ""):
+            raise ConfigurationError(
+                "summaries_namespace keeps one summary per thread: run the graph with "
+                "config={'configurable': {'thread_id': ...}}"
+            )
+        return self.template(config), str(thread)
+
+    def load(self, config: Any) -> Operation[Any]:
+        """The thread's stored summary, or None."""
+        from .summarization import RunningSummary
+
+        ns, key = self._where(config)
+        (item,) = yield Batch([GetOp(ns, key)])
+        if item is None:
+            return None
+        v = item.value
+        return RunningSummary(
+            summary=str(v.get("summary", "")),
+            summarized_message_ids=set(v.get("summarized_message_ids") or ()),
+            last_summarized_message_id=v.get("last_summarized_message_id"),
+        )
+
+    def save(self, summary: Any, config: Any) -> Operation[None]:
+        """Store ``summary`` as the thread's (not indexed for search)."""
+        ns, key = self._where(config)
+        value = {
+            "kind": "running_summary",
+            "summary": summary.summary,
+            "summarized_message_ids": sorted(summary.summarized_message_ids),
+            "last_summarized_message_id": summary.last_summarized_message_id,
+        }
+        yield Batch([PutOp(ns, key, value, index=False)])
