@@ -8,6 +8,7 @@ store is the one given (``store=``) or the graph's.
 
 Examples:
     >>> from langmem_ext import SQLiteStore
+    >>> from langmem_ext.engine.requests import run_sync
     >>> from langmem_ext.langmem.summarization import RunningSummary
     >>> place = SummaryPlace(("summaries",), SQLiteStore())
     >>> cfg = {"configurable": {"thread_id": "t-1"}}
