@@ -528,3 +528,15 @@ def test_the_feedback_of_a_retry_is_not_stored_as_a_fact(engine, ctx, reflect):
     result = reflect(make_executor(model, engine), BERLIN, config_for(ctx))
     assert contents(engine, ctx) == ["Lives in Berlin"]
     assert [d.reason for d in result.dropped] == ["example_text"]
+
+
+def test_small_talk_copied_from_the_user_is_not_stored(engine, ctx, reflect):
+    """The user's goodbye is the user's words, but no fact about the user."""
+    turn = [
+        HumanMessage("Thanks, that's all for today! I start at the clinic on Monday.", id="h1"),
+        AIMessage("Good luck!", id="a1"),
+    ]
+    answer = [fact("Thanks, that's all for today!"), fact("Starts at the clinic on Monday")]
+    result = reflect(make_executor([answer], engine), turn, config_for(ctx))
+    assert contents(engine, ctx) == ["Starts at the clinic on Monday"]
+    assert [d.reason for d in result.dropped] == ["small_talk"]

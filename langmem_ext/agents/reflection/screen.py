@@ -24,6 +24,9 @@ candidate of a reply is screened before it is stored:
   color?", "How about a picnic? I'd love to try it!"), is the
   model speaking, not a fact about the user (reason ``not_from_user``; "I
   live in Lyon" after the user said so is kept);
+* **small talk** is dropped: a "fact" made only of greetings, thanks and
+  goodbyes (:data:`SMALL_TALK`: "Thanks, that's all for today!") says nothing
+  about the user (reason ``small_talk``);
 * **example text** is dropped: a fact equal to an example the prompt or its
   schema gives (:func:`examples_in`), or holding an unfilled placeholder
   such as ``<city>``, is the model copying the request, not the user.
@@ -107,6 +110,15 @@ STOPWORDS = frozenset(
     all any some each every more most such only own same s t m d ll re ve""".split()
 )
 
+#: Words of greetings, thanks and goodbyes: a "fact" made of nothing else
+#: ("Thanks, that's all for today!") is small talk copied from the user.
+SMALL_TALK = frozenset(
+    """hi hello hey thanks thank thx cheers bye goodbye later soon see talk ok okay
+    great good nice cool sure fine welcome please sorry today tonight tomorrow now
+    morning afternoon evening night day again much lot everything anything nothing
+    help helping helpful appreciate appreciated glad happy chat chatting""".split()
+)
+
 _WORD = re.compile(r"\w+")
 # A stop after an initial ("George R. R. Martin") or a title ("Dr. Lee") ends
 # no sentence: such facts were dropped as paragraphs.
@@ -151,6 +163,17 @@ def invented(content: str, turns: Sequence[BaseMessage]) -> bool:
     return not (_words(content) & _words(_said(turns, "human")))
 
 
+def small_talk(content: str) -> bool:
+    """Whether ``content`` is only greetings, thanks or goodbyes.
+
+    Examples:
+        >>> small_talk("Thanks, that's all for today!"), small_talk("Thanks to Ada, loves jazz")
+        (True, False)
+    """
+    words = _words(content)
+    return bool(words) and words <= SMALL_TALK
+
+
 def examples_in(*texts: str) -> frozenset[str]:
     """The example texts of a prompt or schema (quoted after "e.g." or in
     brackets), folded for comparison.
@@ -181,7 +204,7 @@ def is_example(content: str, examples: frozenset[str] = frozenset()) -> bool:
 @dataclass(frozen=True)
 class DroppedFact:
     """A candidate screened out: ``reason`` is ``assistant_copy``, ``too_long``,
-    ``example_text``, ``not_from_user`` or ``repeat``."""
+    ``example_text``, ``not_from_user``, ``small_talk`` or ``repeat``."""
 
     content: str
     reason: str
@@ -273,6 +296,8 @@ def screen(
             reason = "example_text"
         elif invented(f.content, turns) or "?" in f.content:
             reason = "not_from_user"
+        elif small_talk(f.content):
+            reason = "small_talk"
         elif copy_ratio(f.content, turns) > COPY_OVERLAP:
             reason = "assistant_copy"
         if reason is not None:
