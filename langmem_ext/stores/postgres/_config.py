@@ -17,7 +17,25 @@ import psycopg_pool
 
 from ...errors import ConfigurationError
 
-__all__ = ["check_conn", "check_pipeline", "pool_options"]
+__all__ = [
+    "LSN_QUERY",
+    "ON_PRIMARY",
+    "check_conn",
+    "check_pipeline",
+    "check_replica_conn",
+    "pool_options",
+    "replica_pool_options",
+]
+
+#: The primary's WAL position after a write committed, its commit record included
+#: (the insert position: with synchronous_commit off it may not be written yet).
+LSN_QUERY = "SELECT pg_current_wal_insert_lsn()::text"
+
+#: What a replica read returns when the primary must answer instead.
+ON_PRIMARY: Any = object()
+
+#: Seconds to wait for a replica connection before reading from the primary.
+REPLICA_CONNECT_TIMEOUT = 2.0
 
 _POOL_OPTIONS = frozenset(inspect.signature(psycopg_pool.ConnectionPool.__init__).parameters) - {
     "self",
@@ -69,3 +87,24 @@ def check_pipeline(pipeline: Any) -> bool:
     if not isinstance(pipeline, bool):
         raise ConfigurationError(f"pipeline must be True or False, got {pipeline!r}")
     return pipeline
+
+
+def check_replica_conn(replicas: Any, single_connection: bool) -> None:
+    if replicas is not None and single_connection:
+        raise ConfigurationError(
+            "replicas need a connection string or a pool for the primary (the store "
+            "then keeps a pool per replica), not a single connection"
+        )
+
+
+def replica_pool_options(store: Any) -> dict[str, Any]:
+    """The primary's pool options for a replica's pool, with no connection
+    opened up front and a short wait: a replica that is down must cost a read
+    little before the primary answers."""
+    pc = dict(store._pool_config)
+    pc["min_size"] = 0
+    pc["timeout"] = min(float(pc["timeout"]), REPLICA_CONNECT_TIMEOUT)
+    kwargs = dict(pc["kwargs"])
+    kwargs.setdefault("connect_timeout", int(REPLICA_CONNECT_TIMEOUT))
+    pc["kwargs"] = kwargs
+    return pc

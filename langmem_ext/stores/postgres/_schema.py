@@ -12,11 +12,21 @@ by default), so one database can hold several stores, one per schema.
 
 from __future__ import annotations
 
-__all__ = ["LOCK_KEY", "MAX_SCAN_INDEX_DIMS", "MIGRATIONS", "hnsw_index_sql", "scan_index_sql"]
+__all__ = [
+    "LOCK_KEY",
+    "MAX_SCAN_INDEX_DIMS",
+    "MIGRATIONS",
+    "TRAIN_LOCK_KEY",
+    "cells_index_sql",
+    "hnsw_index_sql",
+    "scan_index_sql",
+]
 
 # pg_advisory_xact_lock key: "lmx" + 1, an arbitrary constant shared by every
 # process running these migrations.
 LOCK_KEY = 0x6C6D7801
+# Taken by the one writer that trains the inverted-file cells (see _ivf).
+TRAIN_LOCK_KEY = 0x6C6D7802
 
 MIGRATIONS: list[list[str]] = [
     [
@@ -115,6 +125,37 @@ MIGRATIONS: list[list[str]] = [
                 EXECUTE format('DROP INDEX %I', r.relname);
             END LOOP; END $$""",
     ],
+    [
+        # The inverted-file vector index (see _ivf): each vector belongs to the
+        # cell of its nearest centroid, -1 until the cells are trained. Cells
+        # are assigned by the writer from centroids it holds in memory, so a
+        # write costs one small matrix product, not an index walk.
+        "ALTER TABLE lmx_vectors ADD COLUMN IF NOT EXISTS cell integer NOT NULL DEFAULT -1",
+        """CREATE TABLE IF NOT EXISTS lmx_cells (
+            cid integer PRIMARY KEY,
+            centroid vector NOT NULL,
+            share real NOT NULL     -- the cell's share of the training sample
+        )""",
+        # The candidates of the probed cells inside a namespace range, read
+        # from the covering index of cells_index_sql by an index-only scan
+        # (the SET clauses as for lmx_scan_candidates). ``k`` NULL: all of them.
+        """CREATE OR REPLACE FUNCTION lmx_cell_candidates(
+            cells integer[], lo text, hi text, eq text, dlo text, q halfvec, k bigint)
+        RETURNS TABLE (item_id bigint, hd double precision)
+        LANGUAGE sql STABLE PARALLEL SAFE ROWS 2000
+        SET enable_bitmapscan = off SET enable_seqscan = off SET jit = off
+        AS $$ SELECT v.item_id, v.embedding_half <=> q FROM lmx_vectors v
+              WHERE v.cell = ANY(cells) AND v.prefix >= lo AND v.prefix < hi
+              AND (v.prefix = eq OR v.prefix >= dlo)
+              ORDER BY 2 LIMIT k $$""",
+        """CREATE OR REPLACE FUNCTION lmx_cell_candidates_all(
+            cells integer[], q halfvec, k bigint)
+        RETURNS TABLE (item_id bigint, hd double precision)
+        LANGUAGE sql STABLE PARALLEL SAFE ROWS 2000
+        SET enable_bitmapscan = off SET enable_seqscan = off SET jit = off
+        AS $$ SELECT v.item_id, v.embedding_half <=> q FROM lmx_vectors v
+              WHERE v.cell = ANY(cells) ORDER BY 2 LIMIT k $$""",
+    ],
 ]
 
 BOOTSTRAP = [
@@ -153,5 +194,15 @@ def scan_index_sql() -> str:
     ``dims <= MAX_SCAN_INDEX_DIMS``."""
     return (
         "CREATE INDEX IF NOT EXISTS lmx_vectors_scan ON lmx_vectors (prefix) "
+        "INCLUDE (item_id, embedding_half)"
+    )
+
+
+def cells_index_sql() -> str:
+    """The covering index of the inverted-file path: a cell's vectors are
+    contiguous in it, ordered by namespace inside the cell, and read by an
+    index-only scan. Only created when ``dims <= MAX_SCAN_INDEX_DIMS``."""
+    return (
+        "CREATE INDEX IF NOT EXISTS lmx_vectors_cells ON lmx_vectors (cell, prefix) "
         "INCLUDE (item_id, embedding_half)"
     )

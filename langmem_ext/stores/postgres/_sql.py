@@ -36,6 +36,7 @@ __all__ = [
     "param_kind",
     "plan_query",
     "range_scope",
+    "rerank_cte",
     "scope_clause",
     "score_expr",
     "search_query",
@@ -334,15 +335,15 @@ class VectorQuery(NamedTuple):
     distance: str = "cosine"
 
 
-def _rerank(q: VectorQuery) -> tuple[str, list[Any]]:
-    """CTE ``r``: the items of the candidates in ``c``, scored in full
+def rerank_cte(q: VectorQuery, source: str = "c") -> tuple[str, list[Any]]:
+    """CTE ``r``: the items of the candidates in ``source``, scored in full
     precision over all their vectors in the scope (an item scores as its best
     field, as in the exact query)."""
     vsql, vp = scope_clause(q.prefix, "v.prefix")
     score = score_expr(q.distance, "v.embedding", f"(SELECT %s::vector({int(q.dims)}))")
     sql = (
         f"r AS (SELECT v.item_id, max({score}) AS score FROM lmx_vectors v "
-        f"WHERE v.item_id IN (SELECT item_id FROM c) AND {vsql} GROUP BY v.item_id) "
+        f"WHERE v.item_id IN (SELECT item_id FROM {source}) AND {vsql} GROUP BY v.item_id) "
     )
     return sql, [q.qvec, *vp]
 
@@ -353,7 +354,7 @@ def candidate_query(q: VectorQuery, n_candidates: int, need: int) -> tuple[str, 
     ``c``: the ``n_candidates`` vectors of the scope nearest to the query in
     half precision (an index-only scan of ``lmx_vectors_scan``, inside the
     ``lmx_scan_candidates`` functions whose SET clauses steer the planner).
-    ``r``: their items re-ranked in full precision (:func:`_rerank`). Live and
+    ``r``: their items re-ranked in full precision (:func:`rerank_cte`). Live and
     filter conditions apply to the re-ranked items. Each row carries ``n``
     (candidates found) and ``t`` (the largest half-precision distance among
     them) so the caller can prove that no item outside the candidates can
@@ -370,7 +371,7 @@ def candidate_query(q: VectorQuery, n_candidates: int, need: int) -> tuple[str, 
     else:
         scan = f"lmx_scan_candidates_all((SELECT %s::halfvec({d})), %s)"
         sp = [q.qvec, n_candidates]
-    rsql, rp = _rerank(q)
+    rsql, rp = rerank_cte(q)
     fsql, fp = q.flt
     sql = (
         f"WITH c AS MATERIALIZED (SELECT item_id, hd FROM {scan}), "
@@ -386,10 +387,10 @@ def hnsw_query(q: VectorQuery, n_candidates: int, need: int) -> tuple[str, list[
     HNSW index on ``embedding_half::halfvec(dims)`` (``ORDER BY distance
     LIMIT``, the shape pgvector serves from the index; namespace, TTL and
     filter are checked during the iterative scan), then their items re-ranked
-    in full precision (:func:`_rerank`), page cut on the exact scores."""
+    in full precision (:func:`rerank_cte`), page cut on the exact scores."""
     (vsql, vp), (fsql, fp) = scope_clause(q.prefix, "v.prefix"), q.flt
     d = int(q.dims)
-    rsql, rp = _rerank(q)
+    rsql, rp = rerank_cte(q)
     sql = (
         "WITH c AS MATERIALIZED (SELECT v.item_id FROM lmx_vectors v "
         f"JOIN lmx_items i ON i.id = v.item_id WHERE {vsql} AND {q.live} AND {fsql} "
@@ -402,8 +403,9 @@ def hnsw_query(q: VectorQuery, n_candidates: int, need: int) -> tuple[str, list[
 
 
 def plan_query(prefix: str, ef_search: int, max_scan_tuples: int) -> tuple[str, list[Any]]:
-    """``(N, n)``: the planner's estimates of all vectors and of the vectors in
-    the scope (``lmx_scope_rows``: the row estimate of a scan of the scope, from
+    """``(N, n, v)``: the planner's estimates of all vectors and of the vectors in
+    the scope, and the version of the trained cells (``None`` before training)
+    (``lmx_scope_rows``: the row estimate of a scan of the scope, from
     the table's statistics, ~0.2 ms whatever the scope's size; ``N`` for the
     whole store). Also sets the HNSW scan settings for the transaction, which
     only HNSW index scans read."""
@@ -414,7 +416,11 @@ def plan_query(prefix: str, ef_search: int, max_scan_tuples: int) -> tuple[str, 
     params: list[Any] = [str(int(ef_search)), str(int(max_scan_tuples))]
     total = "greatest(c.reltuples, 0)::float8"
     scope = "lmx_scope_rows(%s, %s)" if prefix else total
-    sql = f"SELECT {total}, {scope}, {knobs} FROM pg_class c WHERE c.oid = 'lmx_vectors'::regclass"
+    version = "(SELECT value FROM lmx_meta WHERE key = 'ivf_version')"
+    sql = (
+        f"SELECT {total}, {scope}, {version}, {knobs} FROM pg_class c "
+        "WHERE c.oid = 'lmx_vectors'::regclass"
+    )
     return sql, ([prefix, prefix + "/"] if prefix else []) + params
 
 

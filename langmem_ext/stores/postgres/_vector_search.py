@@ -1,5 +1,7 @@
-"""Vector-mode search: exact for small scopes, HNSW for large ones, chosen per
-query from the measured cost of each (``docs/postgres.md`` has the figures).
+"""Vector-mode search: exact for small scopes, an approximate index for large
+ones, chosen per query from the measured cost of each (``docs/postgres.md``
+has the figures). The approximate index is the inverted file of :mod:`._ivf`
+by default (cheap writes), or pgvector's HNSW when configured.
 
 **Exact**, :func:`candidate_steps`: the scope's vectors are read in half
 precision (``halfvec``) from a covering btree index ordered by namespace, so
@@ -26,7 +28,11 @@ page; its ``C`` candidates are re-ranked in full precision. Its cost grows
 with ``C / s``, ``s`` the fraction of the store's vectors in the scope (and
 passing the filter): about ``b·C·N/n`` (``b`` ≈ 28 µs here).
 
-**The choice** (:func:`vector_steps`), per query: exact is cheaper while
+**The inverted file** (``{"kind": "ivf"}``, the default; :mod:`._ivf`):
+scopes of more than ``exact_below`` vectors read the nearest cells' vectors
+once the cells are trained, while that reads at most a quarter of the cells.
+
+**The HNSW choice** (:func:`vector_steps`), per query: exact is cheaper while
 ``a·n < b·C·N/n``, that is ``n < sqrt(cost_ratio · C · N)`` with
 ``cost_ratio = b/a`` (45, measured: ``docs/postgres.md``); scopes of at most
 ``exact_below`` vectors are always exact. ``n`` and ``N`` are the planner's
@@ -40,17 +46,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, Protocol, TypedDict
 
 from ...errors import ConfigurationError
 from .._ops import HybridSearchOp
 from . import _sql
+from ._ivf import CellIndex, cell_steps, load_steps, max_probes, probe_order
 from ._schema import MAX_SCAN_INDEX_DIMS
 from ._sql import VectorQuery
 from ._steps import Exec, Steps
 
 __all__ = [
     "HALF_COSINE_ERROR",
+    "CellHolder",
     "VectorIndexConfig",
     "candidate_steps",
     "hnsw_steps",
@@ -72,15 +80,31 @@ MAX_HNSW_DIMS = 4000
 class VectorIndexConfig(TypedDict, total=False):
     """How vector search runs (``vector_index=`` of the stores).
 
-    ``{"kind": "hnsw"}`` (the default up to 4,000 dimensions): an HNSW index
-    is kept, and each ``mode="vector"`` query takes the exact path or the
-    HNSW index, whichever its scope makes cheaper (small namespaces: exact;
-    the whole store, large namespaces: HNSW). ``{"kind": "exact"}``: no HNSW
+    ``{"kind": "ivf"}`` (the default for cosine distance up to 1,200
+    dimensions): an inverted file, trained once the store holds ``train_at``
+    vectors; writes stay at the speed of the table (no graph to walk), and
+    each ``mode="vector"`` query over more than ``exact_below`` vectors reads
+    the ``probes`` cells nearest the query, smaller scopes stay exact.
+    ``{"kind": "hnsw"}`` (the default otherwise, up to 4,000 dimensions):
+    pgvector's HNSW index, faster to query at many millions of vectors,
+    about 15 times slower to write. ``{"kind": "exact"}``: no approximate
     index, every result exact.
     """
 
     kind: str
-    """``"hnsw"`` or ``"exact"``."""
+    """``"ivf"``, ``"hnsw"`` or ``"exact"``."""
+    lists: int
+    """Inverted file: number of cells (1024)."""
+    probes: int
+    """Inverted file: cells read per query at least (2)."""
+    scan_rows: int
+    """Inverted file: vectors of the scope read per query, about (4096): as
+    many nearest cells as hold them (by their share of the training sample);
+    four times as many when a filter passes under a quarter of what was read;
+    when that is more than a quarter of the cells, the search is exact."""
+    train_at: int
+    """Inverted file: the cells are trained when the store first holds this
+    many vectors (20000); until then every search is exact."""
     m: int
     """HNSW graph degree (16)."""
     ef_construction: int
@@ -111,11 +135,18 @@ _DEFAULTS: dict[str, Any] = {
     "max_scan_tuples": 20000,
     "cost_ratio": 45.0,
     "exact_below": 2000,
+    "lists": 1024,
+    "probes": 2,
+    "scan_rows": 4096,
+    "train_at": 20000,
 }
 
 
 def resolve_vector_index(
-    vector_index: Any, ann_index_config: Mapping[str, Any] | None, dims: int | None
+    vector_index: Any,
+    ann_index_config: Mapping[str, Any] | None,
+    dims: int | None,
+    distance: str = "cosine",
 ) -> dict[str, Any]:
     """Our ``vector_index`` (or LangGraph's ``index["ann_index_config"]``) with
     defaults filled in, plus ``scan_index`` (whether the covering index exists)."""
@@ -141,9 +172,18 @@ def resolve_vector_index(
             f"{sorted(VectorIndexConfig.__annotations__)}"
         )
     hnsw_ok = dims is not None and dims <= MAX_HNSW_DIMS
-    kind = vi.get("kind", "hnsw" if hnsw_ok else "exact")
-    if kind not in ("exact", "hnsw"):
-        raise ConfigurationError(f"vector_index kind must be 'hnsw' or 'exact', got {kind!r}")
+    ivf_ok = dims is not None and dims <= MAX_SCAN_INDEX_DIMS and distance == "cosine"
+    kind = vi.get("kind", "ivf" if ivf_ok else "hnsw" if hnsw_ok else "exact")
+    if kind not in ("exact", "hnsw", "ivf"):
+        raise ConfigurationError(
+            f"vector_index kind must be 'ivf', 'hnsw' or 'exact', got {kind!r}"
+        )
+    if kind == "ivf" and dims is not None and not ivf_ok:
+        raise ConfigurationError(
+            "the inverted-file index needs cosine distance and at most "
+            f"{MAX_SCAN_INDEX_DIMS} dimensions (here {distance}, {dims}); use "
+            "vector_index={'kind': 'hnsw'} or {'kind': 'exact'}"
+        )
     if kind == "hnsw" and dims is not None and not hnsw_ok:
         raise ConfigurationError(
             f"an HNSW index holds at most {MAX_HNSW_DIMS} dimensions, the embedder has "
@@ -158,6 +198,10 @@ def resolve_vector_index(
         "filtered_candidates",
         "max_scan_tuples",
         "exact_below",
+        "lists",
+        "probes",
+        "scan_rows",
+        "train_at",
     ):
         v = out[key]
         if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
@@ -193,15 +237,34 @@ def _from_langgraph(ann: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in ann.items() if k in ("m", "ef_construction")} | {"kind": "hnsw"}
 
 
-def vector_steps(q: VectorQuery, op: HybridSearchOp, vi: dict[str, Any]) -> Steps:
+class CellHolder(Protocol):
+    """Where the store keeps the trained cells it last read."""
+
+    cells: CellIndex | None
+
+
+def vector_steps(
+    q: VectorQuery, op: HybridSearchOp, vi: dict[str, Any], holder: CellHolder
+) -> Steps:
     """The page for a ``mode="vector"`` query, or ``None``: then the caller
-    runs the exact query (always correct, cost proportional to the scope)."""
+    runs the exact query (always correct, cost proportional to the scope).
+    ``holder.cells`` is reloaded when the stored cells are newer."""
     need = op.offset + op.limit
     n_cand = candidates(vi, need, bool(q.flt[1]))
     # hnsw.ef_search stops at 1000; deeper pages continue by the iterative scan.
     ef = min(1000, max(n_cand, vi["ef_search"]))
     row = (yield Exec(*_sql.plan_query(q.prefix, ef, vi["max_scan_tuples"]), True))[0]
-    total, n = row[0], row[1]
+    total, n, version = row[0], row[1], row[2]
+    if vi["kind"] == "ivf" and version is not None and n > vi["exact_below"]:
+        cells = holder.cells
+        if cells is None or cells.version != version:
+            cells = holder.cells = yield from load_steps()
+        if cells is not None:
+            order, probes = probe_order(cells, q.qvec, vi, n, n_cand)
+            if probes <= max_probes(cells.lists):
+                page = yield from cell_steps(q, op, order, probes, n_cand)
+                if page is not None:
+                    return page
     bound = exact_bound(total, vi["cost_ratio"] * n_cand, vi["exact_below"])
     if vi["kind"] == "hnsw" and n >= bound:
         page = yield from hnsw_steps(q, op, n_cand)

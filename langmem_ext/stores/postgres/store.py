@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -14,14 +14,22 @@ import numpy as np
 import psycopg
 from langgraph.store.base import Op, Result, TTLConfig
 from psycopg.types import TypeInfo
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...errors import StoreError
 from .._ops import SearchMode
 from ..embeddings import IndexInput
 from . import _transfer
 from ._adapt import adapt, dumper_for
-from ._config import check_conn, check_pipeline, pool_options
+from ._config import (
+    LSN_QUERY,
+    ON_PRIMARY,
+    check_conn,
+    check_pipeline,
+    check_replica_conn,
+    pool_options,
+    replica_pool_options,
+)
 from ._core import (
     Copy,
     Many,
@@ -69,6 +77,8 @@ def setup_on(core: PostgresCore, conn: psycopg.Connection[Any]) -> None:
     try:
         with conn.transaction():
             drive(core._setup_steps(), conn)
+        if core._replicas is not None:  # replicas serve reads once they have the schema
+            core._replicas.wrote(conn.execute(LSN_QUERY).fetchone()[0])  # type: ignore[index]
         info = TypeInfo.fetch(conn, "vector")
     except psycopg.Error as e:
         raise translate(e, "setup") from e
@@ -110,13 +120,20 @@ class PostgresStore(PostgresCore):
         ttl: LangGraph ``TTLConfig``; expiry uses the server's clock.
         search_mode: default ``"hybrid"`` with an embedder, else ``"keyword"``.
         vector_index: :class:`VectorIndexConfig`: by default exact for small
-            namespaces and an HNSW index for large scopes, chosen per query.
+            namespaces and an inverted file for large scopes, chosen per query.
             LangGraph's ``index["ann_index_config"]`` is accepted instead.
         pool_config: options for the owned pool (``min_size`` 1, ``max_size`` 10,
             ``timeout`` 30 s, ``kwargs``, any other ``psycopg_pool`` option).
         text_search_config: PostgreSQL text search configuration (``"english"``).
         pipeline: accepted for LangGraph compatibility; the independent
             statements of a batch are always sent in pipeline mode.
+        replicas: connection string(s) of hot-standby replicas: batches that
+            write nothing are read there, in turn, once the replica has
+            replayed this store's own last write (read-your-writes); a
+            replica that lags or is down leaves the read to the primary, with
+            one logged warning. Not with a single ``psycopg.Connection``.
+        replica_max_wait: seconds a read waits for a replica to replay this
+            store's last write before reading from the primary (0.5).
 
     Examples:
         >>> with PostgresStore.from_conn_string(dsn) as store:  # doctest: +SKIP
@@ -136,11 +153,16 @@ class PostgresStore(PostgresCore):
         pool_config: PoolConfig | None = None,
         text_search_config: str = "english",
         pipeline: bool = False,
+        replicas: str | Sequence[str] | None = None,
+        replica_max_wait: float = 0.5,
     ) -> None:
         check_conn(conn, (str, psycopg.Connection, ConnectionPool))
         self._pool_config = pool_options(pool_config)
         self.pipeline = check_pipeline(pipeline)
         self._configure(index, ttl, search_mode, vector_index, text_search_config, _Cache(self))
+        check_replica_conn(replicas, isinstance(conn, psycopg.Connection))
+        self._configure_replicas(replicas, replica_max_wait)
+        self._replica_pools: dict[int, ConnectionPool[Any]] = {}
         self._conninfo = conn if isinstance(conn, str) else None
         self._conn = conn if isinstance(conn, psycopg.Connection) else None
         self._pool = conn if isinstance(conn, ConnectionPool) else None
@@ -227,6 +249,9 @@ class PostgresStore(PostgresCore):
         or pool you passed in)."""
         self.stop_ttl_sweeper()
         with self._lock:
+            for pool in self._replica_pools.values():
+                pool.close()
+            self._replica_pools.clear()
             if self._owns_pool and self._pool is not None:
                 self._pool.close()
                 self._pool = None
@@ -252,12 +277,45 @@ class PostgresStore(PostgresCore):
             adapt(conn, self._info, self._dumper)  # type: ignore[arg-type]
             yield conn
 
-    def _run(self, steps: Steps, where: str) -> Any:
+    def _run(self, steps: Steps, where: str, note_lsn: bool = False) -> Any:
         try:
-            with self._connection() as conn, conn.transaction():
-                return drive(steps, conn)
+            with self._connection() as conn:
+                with conn.transaction():
+                    out = drive(steps, conn)
+                if note_lsn and self._replicas is not None:
+                    row = conn.execute(LSN_QUERY).fetchone()
+                    self._replicas.wrote(row[0])  # type: ignore[index]
+                return out
         except psycopg.Error as e:
             raise translate(e, where) from e
+
+    def _replica_pool(self, i: int) -> ConnectionPool[Any]:
+        with self._lock:
+            pool = self._replica_pools.get(i)
+            if pool is None:
+                assert self._replicas is not None
+                pool = ConnectionPool(
+                    self._replicas.conninfos[i], open=False, **replica_pool_options(self)
+                )
+                pool.open(wait=False)
+                self._replica_pools[i] = pool
+            return pool
+
+    def _read_on_replica(self, make_steps: Callable[[], Steps]) -> Any:
+        """The batch's result from a replica, or ``ON_PRIMARY`` when none can
+        serve it now (lagging, down: see ``_replicas``)."""
+        routing = self._replicas
+        assert routing is not None
+        i = routing.choose()
+        if i is None:
+            return ON_PRIMARY
+        try:
+            with self._replica_pool(i).connection() as conn:
+                adapt(conn, self._info, self._dumper)  # type: ignore[arg-type]
+                with conn.transaction():
+                    return drive(self._replica_steps(i, make_steps), conn)
+        except (psycopg.Error, PoolTimeout) as e:
+            return routing.failed(i, e)
 
     # -- batch -------------------------------------------------------------------
 
@@ -270,7 +328,14 @@ class PostgresStore(PostgresCore):
                 the batch was applied.
         """
         plan = self._plan(ops)
-        return self._run(self._batch_steps(plan, *self._embed_sync(plan)), "a batch")
+        vecs = self._embed_sync(plan)
+        if self._replica_readable(plan):
+            out = self._read_on_replica(lambda: self._batch_steps(plan, *vecs))
+            if out is not ON_PRIMARY:
+                return out
+        return self._run(
+            self._batch_steps(plan, *vecs), "a batch", note_lsn=bool(plan.puts and self._replicas)
+        )
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Runs :meth:`batch` in a worker thread; prefer :class:`AsyncPostgresStore`

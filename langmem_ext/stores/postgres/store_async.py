@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
@@ -16,7 +16,7 @@ import numpy as np
 import psycopg
 from langgraph.store.base import Op, Result, TTLConfig
 from psycopg.types import TypeInfo
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from ...errors import InvalidValueError
 from .._async_ttl import AsyncTTLSweeper
@@ -24,7 +24,15 @@ from .._ops import SearchMode
 from ..embeddings import IndexInput
 from . import _transfer
 from ._adapt import adapt, dumper_for
-from ._config import check_conn, check_pipeline, pool_options
+from ._config import (
+    LSN_QUERY,
+    ON_PRIMARY,
+    check_conn,
+    check_pipeline,
+    check_replica_conn,
+    pool_options,
+    replica_pool_options,
+)
 from ._core import (
     Copy,
     Many,
@@ -109,8 +117,13 @@ class AsyncPostgresStore(AsyncTTLSweeper, PostgresCore):  # type: ignore[misc]
         text_search_config: str = "english",
         pipeline: bool = False,
         max_batches: int | None = None,
+        replicas: str | Sequence[str] | None = None,
+        replica_max_wait: float = 0.5,
     ) -> None:
         check_conn(conn, (str, psycopg.AsyncConnection, AsyncConnectionPool))
+        check_replica_conn(replicas, isinstance(conn, psycopg.AsyncConnection))
+        self._configure_replicas(replicas, replica_max_wait)
+        self._replica_pools: dict[int, AsyncConnectionPool[Any]] = {}
         self._pool_config = pool_options(pool_config)
         self.pipeline = check_pipeline(pipeline)
         self._conninfo = conn if isinstance(conn, str) else None
@@ -204,6 +217,9 @@ class AsyncPostgresStore(AsyncTTLSweeper, PostgresCore):  # type: ignore[misc]
         try:
             async with conn.transaction():
                 await adrive(self._setup_steps(), conn)
+            if self._replicas is not None:
+                row = await (await conn.execute(LSN_QUERY)).fetchone()
+                self._replicas.wrote(row[0])  # type: ignore[index]
             info = await TypeInfo.fetch(conn, "vector")
         except psycopg.Error as e:
             raise translate(e, "setup") from e
@@ -230,6 +246,9 @@ class AsyncPostgresStore(AsyncTTLSweeper, PostgresCore):  # type: ignore[misc]
     async def aclose(self) -> None:
         """Stop the sweeper, close the owned pool and the sync side."""
         await self.stop_ttl_sweeper()
+        for replica in self._replica_pools.values():
+            await replica.close()
+        self._replica_pools.clear()
         if self._owns_pool and self._pool is not None:
             await self._pool.close()
             self._pool = None
@@ -276,12 +295,43 @@ class AsyncPostgresStore(AsyncTTLSweeper, PostgresCore):  # type: ignore[misc]
             adapt(conn, self._info, self._dumper)  # type: ignore[arg-type]
             yield conn
 
-    async def _run(self, steps: Steps, where: str) -> Any:
+    async def _run(self, steps: Steps, where: str, note_lsn: bool = False) -> Any:
         try:
-            async with self._connection() as conn, conn.transaction():
-                return await adrive(steps, conn)
+            async with self._connection() as conn:
+                async with conn.transaction():
+                    out = await adrive(steps, conn)
+                if note_lsn and self._replicas is not None:
+                    row = await (await conn.execute(LSN_QUERY)).fetchone()
+                    self._replicas.wrote(row[0])  # type: ignore[index]
+                return out
         except psycopg.Error as e:
             raise translate(e, where) from e
+
+    async def _replica_pool(self, i: int) -> AsyncConnectionPool[Any]:
+        pool = self._replica_pools.get(i)
+        if pool is None:
+            assert self._replicas is not None
+            pool = AsyncConnectionPool(
+                self._replicas.conninfos[i], open=False, **replica_pool_options(self)
+            )
+            await pool.open(wait=False)
+            self._replica_pools[i] = pool
+        return pool
+
+    async def _read_on_replica(self, make_steps: Callable[[], Steps]) -> Any:
+        """See :meth:`PostgresStore._read_on_replica`."""
+        routing = self._replicas
+        assert routing is not None
+        i = routing.choose()
+        if i is None:
+            return ON_PRIMARY
+        try:
+            async with (await self._replica_pool(i)).connection() as conn:
+                adapt(conn, self._info, self._dumper)  # type: ignore[arg-type]
+                async with conn.transaction():
+                    return await adrive(self._replica_steps(i, make_steps), conn)
+        except (psycopg.Error, PoolTimeout) as e:
+            return routing.failed(i, e)
 
     # -- batch -------------------------------------------------------------------
 
@@ -299,7 +349,15 @@ class AsyncPostgresStore(AsyncTTLSweeper, PostgresCore):  # type: ignore[misc]
         unique, where = dedupe_reads(ops)
         plan = self._plan(unique)
         doc_vecs, qvecs = await self._embed_async(plan)
-        results = await self._run(self._batch_steps(plan, doc_vecs, qvecs), "a batch")
+        if self._replica_readable(plan):
+            results = await self._read_on_replica(lambda: self._batch_steps(plan, doc_vecs, qvecs))
+            if results is not ON_PRIMARY:
+                return spread(results, where)
+        results = await self._run(
+            self._batch_steps(plan, doc_vecs, qvecs),
+            "a batch",
+            note_lsn=bool(plan.puts and self._replicas),
+        )
         return spread(results, where)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -307,7 +365,8 @@ class AsyncPostgresStore(AsyncTTLSweeper, PostgresCore):  # type: ignore[misc]
         small sync pool); works from any thread. Needs a connection string or
         an ``AsyncConnectionPool``."""
         plan = self._plan(ops)
-        return self._sync.run(self._batch_steps(plan, *self._embed_sync(plan)), "a batch")
+        steps = self._batch_steps(plan, *self._embed_sync(plan))
+        return self._sync.run(steps, "a batch", note_lsn=bool(plan.puts and self._replicas))
 
     # -- export/import (see stores.transfer), on the sync side ----------------------
 
@@ -364,10 +423,15 @@ class _SyncSide:
             adapt(conn, self._store._info, self._store._dumper)  # type: ignore[arg-type]
             yield conn
 
-    def run(self, steps: Steps, where: str) -> Any:
+    def run(self, steps: Steps, where: str, note_lsn: bool = False) -> Any:
         try:
-            with self.connection() as conn, conn.transaction():
-                return drive(steps, conn)
+            with self.connection() as conn:
+                with conn.transaction():
+                    out = drive(steps, conn)
+                replicas = self._store._replicas
+                if note_lsn and replicas is not None:
+                    replicas.wrote(conn.execute(LSN_QUERY).fetchone()[0])  # type: ignore[index]
+                return out
         except psycopg.Error as e:
             raise translate(e, where) from e
 
