@@ -121,14 +121,19 @@ class Stats:
 # -- clients -----------------------------------------------------------------------
 
 
-async def _mcp_client(url: str, token: str, seconds: float, stats: Stats, seed: int) -> None:
+def _mcp_session(url: str, token: str) -> Any:
+    """An MCP session of the official SDK over streamable HTTP, as ``token``."""
     import httpx2
     from mcp.client.client import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    rng = random.Random(seed)
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
-    async with Client(streamable_http_client(url, http_client=http)) as client:
+    return Client(streamable_http_client(url, http_client=http))
+
+
+async def _mcp_client(url: str, token: str, seconds: float, stats: Stats, seed: int) -> None:
+    rng = random.Random(seed)
+    async with _mcp_session(url, token) as client:
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             write = rng.random() < 0.25
@@ -150,13 +155,8 @@ async def _mcp_client(url: str, token: str, seconds: float, stats: Stats, seed: 
 
 
 async def _mcp_seed(url: str, token: str, n: int, seed: int) -> None:
-    import httpx2
-    from mcp.client.client import Client
-    from mcp.client.streamable_http import streamable_http_client
-
     rng = random.Random(-seed - 1)
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
-    async with Client(streamable_http_client(url, http_client=http)) as client:
+    async with _mcp_session(url, token) as client:
         for _ in range(n):
             result = await client.call_tool("manage_memory", {"content": _sentence(rng)})
             if result.is_error:

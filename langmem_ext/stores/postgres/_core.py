@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -39,18 +39,10 @@ from .._ops import (
 )
 from ..embeddings import IndexInput
 from . import _sql
-from ._config import ON_PRIMARY
 from ._errors import check_nul
-from ._ivf import CellIndex, assign_cells, assign_waiting_steps, load_steps, train_steps
-from ._replicas import ReplicaRouting
-from ._schema import (
-    BOOTSTRAP,
-    LOCK_KEY,
-    MIGRATIONS,
-    cells_index_sql,
-    hnsw_index_sql,
-    scan_index_sql,
-)
+from ._ivf import CellWriter
+from ._replicas import ReplicaReads
+from ._schema import BOOTSTRAP, LOCK_KEY, MIGRATIONS, hnsw_index_sql, scan_index_sql
 from ._steps import Copy, Exec, Many, Steps, gather
 from ._vector_search import VectorIndexConfig, resolve_vector_index, vector_steps
 
@@ -66,20 +58,13 @@ __all__ = [
 logger = logging.getLogger("langmem_ext.stores.postgres")
 
 
-class PostgresCore(HybridStore):
+class PostgresCore(CellWriter, ReplicaReads, HybridStore):
     """Configuration and the conversation generators shared by both stores."""
 
     distance_types = ("cosine", "inner_product", "l2")
     #: The server's ``vector`` type and its dumper, learnt at setup.
     _info: TypeInfo | None
     _dumper: type | None
-    #: The trained inverted-file cells last read (``None``: untrained or unread).
-    cells: CellIndex | None = None
-    #: The item id from which a writer next counts the vectors to see whether
-    #: the cells should be trained (ids only grow, and count the items ever put).
-    _train_check_at: int = 0
-    #: Vectors may wait in cell -1 (this process trained or loaded the cells).
-    _waiting: bool = False
 
     def _configure(
         self,
@@ -156,52 +141,8 @@ class PostgresCore(HybridStore):
             if vi["kind"] == "hnsw":
                 yield Exec(hnsw_index_sql(dims, vi["m"], vi["ef_construction"], self.distance_type))
             elif vi["kind"] == "ivf":
-                yield Exec(cells_index_sql())
-                self.cells = yield from load_steps()
-                self._waiting = self.cells is not None
-                self._train_check_at = vi["train_at"]
-                old = yield Exec(
-                    "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
-                    "AND tablename = 'lmx_vectors' AND indexname LIKE 'lmx_vectors_hnsw%'",
-                    fetch=True,
-                )
-                for (name,) in old:
-                    logger.warning(
-                        "an HNSW index %s remains from an earlier vector_index setting; every "
-                        "write still pays for it. If no process uses vector_index={'kind': "
-                        "'hnsw'} any more, drop it: DROP INDEX CONCURRENTLY %s",
-                        name,
-                        name,
-                    )
+                yield from self._cells_setup_steps()
         return None
-
-    # -- replicas ----------------------------------------------------------------
-
-    #: Read replicas (``replicas=`` of the stores), or ``None``.
-    _replicas: ReplicaRouting | None = None
-
-    def _configure_replicas(self, replicas: Any, max_wait: float) -> None:
-        self._replicas = None if replicas is None else ReplicaRouting(replicas, max_wait)
-
-    def _replica_readable(self, plan: BatchPlan) -> bool:
-        """A batch a replica can serve: it writes nothing, TTL refresh included."""
-        if self._replicas is None or plan.puts:
-            return False
-        return self.ttl_config is None or not any(
-            getattr(op, "refresh_ttl", False) for _, op in plan.reads
-        )
-
-    def _replica_steps(self, i: int, make_steps: Callable[[], Steps]) -> Steps:
-        """A read batch on replica ``i``, once it has replayed this store's last
-        write; ``ON_PRIMARY`` when it has not within ``replica_max_wait``."""
-        routing = self._replicas
-        assert routing is not None
-        if not (yield Exec(*routing.wait_query(), fetch=True)):
-            routing.lagging(i)
-            return ON_PRIMARY
-        out = yield from make_steps()
-        routing.served_by(i)
-        return out
 
     # -- batch -------------------------------------------------------------------
 
@@ -417,31 +358,13 @@ class PostgresCore(HybridStore):
                 vec_rows.append((ids[key], label, key[0], doc_vecs[starts[i] + j]))
         if not vec_rows:
             return None
-        ivf = self.vector_index["kind"] == "ivf"
-        cells = assign_cells(self.cells if ivf else None, np.stack([r[3] for r in vec_rows]))
+        cells = self._cells_of([r[3] for r in vec_rows])
         yield Copy(
             "COPY lmx_vectors (item_id, field, prefix, embedding, cell) FROM STDIN (FORMAT BINARY)",
             ["int8", "text", "text", "vector", "int4"],
             [(*r, c) for r, c in zip(vec_rows, cells, strict=True)],
         )
-        if ivf and self.cells is None and max(ids.values()) >= self._train_check_at:
-            yield from self._maybe_train_steps()
-        if ivf and self.cells is not None and self._waiting:
-            self._waiting = yield from assign_waiting_steps(self.cells)
-        return None
-
-    def _maybe_train_steps(self) -> Steps:
-        """Train the cells once the store holds ``train_at`` vectors (inside the
-        put's transaction: if the put fails, so does the training)."""
-        vi = self.vector_index
-        n = (yield Exec("SELECT count(*) FROM lmx_vectors", fetch=True))[0][0]
-        if n < vi["train_at"]:
-            # Deleted items: count again after another tenth of train_at puts.
-            self._train_check_at += max(1, vi["train_at"] // 10)
-            return None
-        logger.info("training the vector index's %d cells on %d vectors", vi["lists"], n)
-        self.cells = yield from train_steps(vi["lists"], self._dims or 0)
-        self._waiting = True
+        yield from self._cells_after_put_steps(max(ids.values()))
         return None
 
     def _embed_sync(self, plan: BatchPlan) -> tuple[np.ndarray | None, dict[str, np.ndarray]]:

@@ -22,18 +22,20 @@ exact path answers instead.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .._ops import HybridSearchOp
-from ._schema import TRAIN_LOCK_KEY
+from ._schema import TRAIN_LOCK_KEY, cells_index_sql
 from ._sql import ITEM_COLS, VectorQuery, rerank_cte
 from ._steps import Exec, Steps
 
 __all__ = [
     "CellIndex",
+    "CellWriter",
     "assign_cells",
     "assign_waiting_steps",
     "cell_steps",
@@ -43,6 +45,8 @@ __all__ = [
     "probe_order",
     "train_steps",
 ]
+
+logger = logging.getLogger("langmem_ext.stores.postgres")
 
 #: Rows of the k-means sample per centroid (and at most this many in all).
 SAMPLE_PER_CELL = 16
@@ -343,3 +347,68 @@ def cell_steps(
         if probes >= cap:
             return None
         probes, widened = min(probes * 4, cap), True
+
+
+class CellWriter:
+    """The stores' side of the inverted file: the cells they hold, set up,
+    assigned to each write, trained when the store first holds ``train_at``
+    vectors, and the waiting vectors placed a chunk per write."""
+
+    vector_index: dict[str, Any]
+    #: The trained cells last read (``None``: untrained or unread).
+    cells: CellIndex | None = None
+    #: The item id from which a writer next counts the vectors to see whether
+    #: the cells should be trained (ids only grow, and count the items ever put).
+    _train_check_at: int = 0
+    #: Vectors may wait in cell -1 (this process trained or loaded the cells).
+    _waiting: bool = False
+
+    @property
+    def _dims(self) -> int | None:  # the store's embedding dimension (PostgresCore)
+        raise NotImplementedError
+
+    def _cells_setup_steps(self) -> Steps:
+        yield Exec(cells_index_sql())
+        self.cells = yield from load_steps()
+        self._waiting = self.cells is not None
+        self._train_check_at = self.vector_index["train_at"]
+        old = yield Exec(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
+            "AND tablename = 'lmx_vectors' AND indexname LIKE 'lmx_vectors_hnsw%'",
+            fetch=True,
+        )
+        for (name,) in old:
+            logger.warning(
+                "an HNSW index %s remains from an earlier vector_index setting; every "
+                "write still pays for it. If no process uses vector_index={'kind': "
+                "'hnsw'} any more, drop it: DROP INDEX CONCURRENTLY %s",
+                name,
+                name,
+            )
+        return None
+
+    def _cells_of(self, vecs: list[np.ndarray]) -> list[int]:
+        """The cells of a write's vectors (``-1`` without trained cells)."""
+        if self.vector_index["kind"] != "ivf" or self.cells is None:
+            return [-1] * len(vecs)
+        return assign_cells(self.cells, np.stack(vecs))
+
+    def _cells_after_put_steps(self, last_id: int) -> Steps:
+        """Train the cells once the store holds ``train_at`` vectors (inside the
+        put's transaction: if the put fails, so does the training), then place
+        a chunk of the vectors waiting in cell -1."""
+        vi = self.vector_index
+        if vi["kind"] != "ivf":
+            return None
+        if self.cells is None and last_id >= self._train_check_at:
+            n = (yield Exec("SELECT count(*) FROM lmx_vectors", fetch=True))[0][0]
+            if n < vi["train_at"]:
+                # Deleted items: count again after another tenth of train_at puts.
+                self._train_check_at += max(1, vi["train_at"] // 10)
+                return None
+            logger.info("training the vector index's %d cells on %d vectors", vi["lists"], n)
+            self.cells = yield from train_steps(vi["lists"], self._dims or 0)
+            self._waiting = True
+        if self.cells is not None and self._waiting:
+            self._waiting = yield from assign_waiting_steps(self.cells)
+        return None

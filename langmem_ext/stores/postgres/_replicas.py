@@ -16,7 +16,7 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
@@ -24,8 +24,9 @@ from psycopg_pool import PoolTimeout
 
 from ...errors import ConfigurationError
 from ._config import ON_PRIMARY
+from ._steps import Exec, Steps
 
-__all__ = ["RETRY_AFTER_S", "ReplicaRouting", "lsn_value"]
+__all__ = ["RETRY_AFTER_S", "ReplicaReads", "ReplicaRouting", "lsn_value"]
 
 logger = logging.getLogger("langmem_ext.stores.postgres")
 
@@ -167,3 +168,35 @@ class ReplicaRouting:
                 str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__,
                 RETRY_AFTER_S,
             )
+
+
+class ReplicaReads:
+    """The stores' side of the replicas: which batches may go to one, and the
+    conversation a replica runs (its drivers only bring the connection)."""
+
+    ttl_config: Any
+    #: Read replicas (``replicas=`` of the stores), or ``None``.
+    _replicas: ReplicaRouting | None = None
+
+    def _configure_replicas(self, replicas: Any, max_wait: float) -> None:
+        self._replicas = None if replicas is None else ReplicaRouting(replicas, max_wait)
+
+    def _replica_readable(self, plan: Any) -> bool:
+        """A batch a replica can serve: it writes nothing, TTL refresh included."""
+        if self._replicas is None or plan.puts:
+            return False
+        return self.ttl_config is None or not any(
+            getattr(op, "refresh_ttl", False) for _, op in plan.reads
+        )
+
+    def _replica_steps(self, i: int, make_steps: Callable[[], Steps]) -> Steps:
+        """A read batch on replica ``i``, once it has replayed this store's last
+        write; ``ON_PRIMARY`` when it has not within ``replica_max_wait``."""
+        routing = self._replicas
+        assert routing is not None
+        if not (yield Exec(*routing.wait_query(), fetch=True)):
+            routing.lagging(i)
+            return ON_PRIMARY
+        out = yield from make_steps()
+        routing.served_by(i)
+        return out
