@@ -540,3 +540,40 @@ def test_small_talk_copied_from_the_user_is_not_stored(engine, ctx, reflect):
     result = reflect(make_executor([answer], engine), turn, config_for(ctx))
     assert contents(engine, ctx) == ["Starts at the clinic on Monday"]
     assert [d.reason for d in result.dropped] == ["small_talk"]
+
+
+def test_a_turn_of_only_assistant_copies_is_asked_again_with_the_users_lines(
+    engine, ctx, reflect, caplog
+):
+    """A small model that files the assistant's sentences and nothing else
+    gets one more request showing the user's lines alone; there, a "fact"
+    mostly not in the user's words is the model answering, not reporting."""
+    copy = "Berlin has been the capital of Germany since 1990"
+    answer = [fact("Lives in Berlin"), fact("Nurses earn well in Germany")]
+    model = ScriptedExtractionModel([[fact(copy, "knowledge")], answer])
+    with caplog.at_level(logging.INFO, logger="langmem_ext.agents.reflection"):
+        result = reflect(make_executor(model, engine), BERLIN, config_for(ctx))
+    first, second = (m[1].content for m in model.seen)
+    assert "assistant (context only" in first and "capital of Germany" in first
+    assert "user: Hi! I live in Berlin" in second
+    assert "assistant" not in second.split("\n", 1)[1] and "capital" not in second
+    assert contents(engine, ctx) == ["Lives in Berlin"]
+    assert result.model_calls == 2
+    assert [(d.content, d.reason) for d in result.dropped] == [
+        ("Nurses earn well in Germany", "not_from_user")
+    ]
+    assert "asking again with the user's lines only" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "said",
+    ["Quick question: what's the capital of Australia?", "Thanks, that's all for today!"],
+)
+def test_a_question_or_small_talk_is_not_asked_again(engine, ctx, reflect, said):
+    """Nothing the user said could be a fact: the copies are dropped, one call."""
+    reply = AIMessage("Canberra, since 1913. Have a nice day!", id="a1")
+    turn = [HumanMessage(said, id="h1"), reply]
+    model = ScriptedExtractionModel([[fact("Canberra has been the capital since 1913")]])
+    result = reflect(make_executor(model, engine), turn, config_for(ctx))
+    assert contents(engine, ctx) == [] and result.model_calls == 1 and len(model.seen) == 1
+    assert [d.reason for d in result.dropped] == ["assistant_copy"]

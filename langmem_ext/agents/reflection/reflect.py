@@ -32,7 +32,12 @@ logged; if no usable answer came at all,
 :class:`~langmem_ext.errors.ExtractionError` is raised.
 
 Before storing, the facts of an answer are screened (:mod:`.screen`): copies
-of the assistant's words, paragraphs and repeats are dropped and logged. A
+of the assistant's words, paragraphs and repeats are dropped and logged. When
+screening drops every fact of an answer as the assistant's (copies, its
+questions, pasted paragraphs) while the user said something that could be a
+fact, the model is asked once more with the user's lines alone; there a fact
+less than half made of the user's words is the model answering the user, and
+is dropped. A
 ``replaces`` names a known fact by its number in the list shown, its id or
 its text (a small model copies "2" where it garbles an id); one that names no
 fact the model was shown is logged and cleared (the fact is stored as a new
@@ -80,7 +85,7 @@ from .extract import (
     _known,
     format_turns,
 )
-from .screen import DroppedFact, cut, named_corrections, screen
+from .screen import DroppedFact, cut, named_corrections, screen, user_statements
 from .tokens import TokenCounter, token_counter
 
 __all__ = ["ReflectionResult", "ReflectionSettings", "reflect_steps"]
@@ -199,6 +204,10 @@ def _pending(messages: Sequence[BaseMessage], cursor: str | None) -> list[BaseMe
     return list(messages)
 
 
+#: What screening says of a fact the model took from the wrong lines.
+_MISREAD = frozenset({"assistant_copy", "not_from_user", "too_long"})
+
+
 def _sleep(env: Env, seconds: float) -> Call:
     return Call(lambda: env.config.sleep(seconds), lambda: asyncio.sleep(seconds))
 
@@ -225,9 +234,10 @@ def _ask(
     best: tuple[list[FactCandidate], list[str], list[DroppedFact]] | None = None
     tid = result.thread_id
     tried = 0
+    shown_turns = turns
     for attempt in range(settings.attempts):
         tried = attempt + 1
-        prompt = extractor.prompt(turns, related, feedback, max_facts=max_facts)
+        prompt = extractor.prompt(shown_turns, related, feedback, max_facts=max_facts)
         try:
             reply, made = yield from extractor.request(prompt)
         except ContextOverflow:
@@ -267,10 +277,33 @@ def _ask(
                 feedback = str(e)
             continue
         kept, dropped = screen(
-            facts, turns, thread_id=tid, examples=extractor.examples, feedback=feedback
+            facts,
+            turns,
+            thread_id=tid,
+            examples=extractor.examples,
+            feedback=feedback,
+            users_lines_only=shown_turns is not turns,
         )
         if best is None or len(kept) > len(best[0]):
             best = (kept, problems, dropped)
+        if (
+            not kept
+            and shown_turns is turns
+            and any(d.reason in _MISREAD for d in dropped)
+            and user_statements(turns)
+        ):
+            # A small model that files only the assistant's sentences (its
+            # questions and paragraphs too) has read them as the user's; shown
+            # the user's lines alone it finds the user's facts. Asked once, and
+            # only then, so other turns keep one call.
+            logger.info(
+                "thread %s: every fact was the assistant's; "
+                "asking again with the user's lines only",
+                tid,
+            )
+            shown_turns = [m for m in turns if m.type == "human"]
+            feedback = None
+            continue
         if not problems:
             break
         for p in problems[:5]:

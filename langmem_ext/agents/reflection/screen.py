@@ -83,6 +83,8 @@ __all__ = [
     "named_corrections",
     "overlap",
     "screen",
+    "user_share",
+    "user_statements",
 ]
 
 logger = logging.getLogger("langmem_ext.agents.reflection")
@@ -92,6 +94,9 @@ logger = logging.getLogger("langmem_ext.agents.reflection")
 #: user's). One half: a two-word fact with one word from the assistant is kept,
 #: anything mostly made of the assistant's words is not.
 COPY_OVERLAP = 0.5
+#: Words are compared by their first letters where a fact may inflect the
+#: user's word ("prefer" → "prefers", "sleeping" → "sleeps").
+STEM = 5
 #: A fact is one statement: more sentences than this is a pasted paragraph.
 MAX_FACT_SENTENCES = 2
 #: ... and so is a fact longer than this many characters.
@@ -138,6 +143,7 @@ _CHANGE_BEFORE = frozenset(
     "instead former ex".split()
 )
 _EXCERPT = re.compile(r""":\s+['"]""")
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+")
 _FIRST_PERSON = re.compile(r"^\W*(i|i'm|i've|i'll|i'd|my|me|we|we're|our)\b", re.I)
 
 
@@ -163,6 +169,23 @@ def invented(content: str, turns: Sequence[BaseMessage]) -> bool:
     return not (_words(content) & _words(_said(turns, "human")))
 
 
+def user_share(content: str, turns: Sequence[BaseMessage]) -> float:
+    """The share of ``content``'s content words the user said, a word's first
+    :data:`STEM` letters standing for it ("prefers" is "prefer"); 1 for a fact
+    with no content word.
+
+    Examples:
+        >>> from langchain_core.messages import HumanMessage
+        >>> turn = [HumanMessage("I haven't slept well. What could I drink in the evening?")]
+        >>> user_share("Has slept badly", turn), user_share("Best to drink water", turn)
+        (0.5, 0.3333333333333333)
+    """
+    words = {w[:STEM] for w in _words(content)}
+    if not words:
+        return 1.0
+    return len(words & {w[:STEM] for w in _words(_said(turns, "human"))}) / len(words)
+
+
 def small_talk(content: str) -> bool:
     """Whether ``content`` is only greetings, thanks or goodbyes.
 
@@ -172,6 +195,26 @@ def small_talk(content: str) -> bool:
     """
     words = _words(content)
     return bool(words) and words <= SMALL_TALK
+
+
+def user_statements(turns: Sequence[BaseMessage]) -> list[str]:
+    """The user's sentences of ``turns`` that could hold a fact: not a
+    question, not only small talk.
+
+    Examples:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> user_statements([HumanMessage("Thanks! I'm vegetarian. Where should I eat?"),
+        ...                  AIMessage("Try the market.")])
+        ["I'm vegetarian."]
+        >>> user_statements([HumanMessage("Quick question: what's the capital of Australia?")])
+        []
+    """
+    out = []
+    for line in _said(turns, "human").splitlines():
+        for s in _SENTENCE_SPLIT.split(line.strip()):
+            if s and not s.rstrip().endswith("?") and _words(s) and not small_talk(s):
+                out.append(s)
+    return out
 
 
 def examples_in(*texts: str) -> frozenset[str]:
@@ -274,11 +317,15 @@ def screen(
     thread_id: str = "?",
     examples: frozenset[str] = frozenset(),
     feedback: str | None = None,
+    users_lines_only: bool = False,
 ) -> tuple[list[FactCandidate], list[DroppedFact]]:
     """The facts of one reply worth storing, and the ones dropped (see the
     module); ``examples``: the request's example texts (:func:`examples_in`);
     ``feedback``: what the request said was wrong with the previous answer (a
-    fact mostly made of its words is the model copying it: ``example_text``)."""
+    fact mostly made of its words is the model copying it: ``example_text``);
+    ``users_lines_only``: the request showed the user's lines alone, so a fact
+    less than half made of the user's words (:func:`user_share`) is the model
+    answering the user, not reporting them (``not_from_user``)."""
     said_by_user = _words(_said(turns, "human"))
     # The package's own words only: the excerpt after ": '" is the model's answer.
     told = _words(_EXCERPT.split(feedback or "", maxsplit=1)[0])
@@ -294,7 +341,11 @@ def screen(
             or is_example(f.predicate or "")
         ) or (told and _copies(f.content, told, said_by_user)):
             reason = "example_text"
-        elif invented(f.content, turns) or "?" in f.content:
+        elif (
+            invented(f.content, turns)
+            or "?" in f.content
+            or (users_lines_only and user_share(f.content, turns) < 0.5)
+        ):
             reason = "not_from_user"
         elif small_talk(f.content):
             reason = "small_talk"
