@@ -168,7 +168,7 @@ class Ranking:
 
     def _fused(self, cos: np.ndarray) -> np.ndarray:
         if self.mode != "hybrid":
-            return np.asarray(cos, dtype=np.float64)
+            return np.asarray(cos)
         lo, hi = self._lo, self._hi
         v = (cos - lo) / (hi - lo) if hi > lo else np.ones(len(cos))
         if self._kw is None:

@@ -255,3 +255,40 @@ def test_kmeans_cells_cover_every_topic():
     assert shares.sum() == pytest.approx(1.0)
     cells = _ivf.CellIndex(cent, shares, "v")
     assert _ivf.assign_cells(cells, topics) == np.argmax(cent @ topics.T, axis=0).tolist()
+
+
+def test_an_upgraded_store_samples_its_vectors_by_pages(dsn, data, monkeypatch):
+    """A store that already holds many vectors (written under another index)
+    trains on a page sample, not a sort of the whole table, and every vector
+    then gets its cell."""
+    unit, queries, table = data
+    index = _index(table)
+    with PostgresStore.from_conn_string(dsn, index=index, vector_index={"kind": "exact"}) as old:
+        old.batch(_ops(0, N))
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("ANALYZE lmx_vectors")
+    monkeypatch.setattr(_ivf, "MAX_SAMPLE", 600)
+    monkeypatch.setattr(_ivf, "SAMPLE_BY_PAGES", 2)  # 3,000 vectors > 2 x 600
+    sent: list[str] = []
+    real = _ivf.Exec
+
+    def spy(sql, *args, **kwargs):
+        sent.append(sql)
+        return real(sql, *args, **kwargs)
+
+    monkeypatch.setattr(_ivf, "Exec", spy)
+    with PostgresStore.from_conn_string(dsn, index=index, vector_index=IVF) as up:
+        up._train_check_at = 0
+        up.batch(_ops(0, 1))  # a write: trains on the sample, assigns it
+        assert up.cells is not None
+        [sample] = [
+            s
+            for s in sent
+            if "vector_send(embedding) FROM lmx_vectors" in s
+            and "LIMIT" in s
+            and "cell = -1" not in s
+        ]
+        assert "TABLESAMPLE SYSTEM (40.0000)" in sample
+        up.batch(_ops(1, 2))  # the waiting rest: one chunk
+        assert _cells_count(dsn) == {False: N}
+        assert _recall(up.search, unit, queries, ("user",), np.ones(N, dtype=bool)) >= 0.95

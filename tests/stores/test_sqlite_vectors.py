@@ -18,7 +18,8 @@ from langgraph.store.base import PutOp
 
 from langmem_ext import SQLiteStore
 from langmem_ext.stores import _vector_index
-from langmem_ext.stores.sqlite import _vectors, schema
+from langmem_ext.stores._segment import FileRows, Segment
+from langmem_ext.stores.sqlite import _exec, _vectors, schema
 from tests.stores.test_sqlite import run_py
 
 DIMS = 24
@@ -247,3 +248,82 @@ def test_keyword_search_reads_only_its_namespace(tmp_path):
             )
         )
         assert "VIRTUAL TABLE INDEX" in plan
+
+
+# -- a large scope: two tiers, full-precision rows read on demand --------------------
+
+
+@pytest.mark.parametrize("flt", [None, 50, 99])
+def test_a_large_scope_is_walked_in_tiers_and_stays_exact(tmp_path, monkeypatch, flt):
+    """The items with the highest bounds first, the rest only when the page
+    is not settled by them (a filter passing 1 % reaches the second tier)."""
+    monkeypatch.setattr(_exec, "TIER_FIRST", 16)
+    monkeypatch.setattr(_exec, "TIER_ROWS", 64)
+    reached: list[int] = []
+    tiers = _exec._tiers
+
+    def spy(upper, need):
+        for n, tier in enumerate(tiers(upper, need)):
+            reached.append(n)
+            yield tier
+
+    monkeypatch.setattr(_exec, "_tiers", spy)
+    rng = np.random.default_rng(7)
+    table, state, ops = Table(), {}, []
+    for i in range(3000):
+        stem = "abcdefgh"[int(rng.integers(0, 8))] + "xyz"[int(rng.integers(0, 3))]
+        ns, value = ("u", f"n{i % 4}"), {"t": f"{stem} doc {i}", "b": int(rng.integers(0, 100))}
+        state[(ns, f"k{i}")] = value
+        ops.append(PutOp(ns, f"k{i}", value))
+    store = _store(tmp_path / "t.db", table)
+    store.batch(ops)
+    for j in range(6):
+        query, offset = f"{'abcdefgh'[j]}x query {j}", j % 3
+        got = store.search(
+            (), query=query, filter={"b": {"$gte": flt}} if flt else None, limit=3, offset=offset
+        )
+        exp = sorted((s for s, _ in _expected(state, table, (), query, flt)), reverse=True)
+        assert [r.score for r in got] == pytest.approx(exp[offset : offset + 3], abs=1e-5)
+    assert 0 in reached
+    assert (1 in reached) == (flt == 99)
+    store.close()
+
+
+def test_full_precision_rows_are_read_not_mapped(tmp_path):
+    """A search re-ranks a few float32 rows: reading them must not bring the
+    file's pages around them into the process (at a million vectors, mapped
+    reads made 1.4 GB resident after one whole-store search)."""
+    rows = np.random.default_rng(0).standard_normal((60_000, 384)).astype(np.float32)
+    seg = Segment.build([("u", i, rows[i : i + 1]) for i in range(len(rows))], (), dims=384)
+    seg.save(tmp_path / "s.lmxv")
+    loaded = Segment.load(tmp_path / "s.lmxv")
+    assert isinstance(loaded.unit, FileRows)
+    pick = np.random.default_rng(1).choice(len(rows), 800, replace=False)
+    resident = _resident_file_mb()
+    got = loaded.unit[pick]
+    np.testing.assert_array_equal(got, seg.unit[pick])
+    if resident is not None:
+        assert _resident_file_mb() - resident < 8  # mapped: most of the 88 MB file
+    # every way a segment reads its rows
+    np.testing.assert_array_equal(loaded.unit[10:20], seg.unit[10:20])
+    np.testing.assert_array_equal(loaded.unit[[5, 3, 5]], seg.unit[[5, 3, 5]])
+    np.testing.assert_array_equal(loaded.unit[seg.ids % 7 == 0], seg.unit[seg.ids % 7 == 0])
+    np.testing.assert_array_equal(loaded.unit[-1], seg.unit[-1])
+    np.testing.assert_array_equal(np.asarray(loaded.unit), seg.unit)
+    with pytest.raises(IndexError):
+        loaded.unit[np.array([len(rows)])]
+    # a merge reads its parts through the same rows, and a deleted file stays readable
+    (tmp_path / "s.lmxv").unlink()
+    merged = Segment.merge([loaded])
+    np.testing.assert_array_equal(merged.unit, seg.unit)
+
+
+def _resident_file_mb():
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("RssFile:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None

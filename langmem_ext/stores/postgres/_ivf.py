@@ -51,6 +51,9 @@ logger = logging.getLogger("langmem_ext.stores.postgres")
 #: Rows of the k-means sample per centroid (and at most this many in all).
 SAMPLE_PER_CELL = 16
 MAX_SAMPLE = 65536
+#: A table holding more than this many times MAX_SAMPLE vectors (by the
+#: planner's estimate) is sampled by pages: about twice the sample is read.
+SAMPLE_BY_PAGES = 4
 
 
 @dataclass(frozen=True)
@@ -224,9 +227,18 @@ def train_steps(lists: int, dims: int) -> Steps:
     cells = yield from load_steps()
     if cells is None:
         # The vectors written so far (a random sample of them past
-        # MAX_SAMPLE): trained on, then given their cells at once.
+        # MAX_SAMPLE): trained on, then given their cells at once. A large
+        # table (a store upgraded from another index) is sampled by pages:
+        # ORDER BY random() alone read all of a million vectors (16 s).
+        est = yield Exec(
+            "SELECT reltuples FROM pg_class WHERE oid = 'lmx_vectors'::regclass", fetch=True
+        )
+        rows_est = float(est[0][0]) if est else -1.0
+        pages = ""
+        if rows_est > SAMPLE_BY_PAGES * MAX_SAMPLE:
+            pages = f"TABLESAMPLE SYSTEM ({min(100.0, 200.0 * MAX_SAMPLE / rows_est):.4f}) "
         rows = yield Exec(
-            "SELECT item_id, field, vector_send(embedding) FROM lmx_vectors "
+            f"SELECT item_id, field, vector_send(embedding) FROM lmx_vectors {pages}"
             "ORDER BY random() LIMIT %s",
             [MAX_SAMPLE],
             fetch=True,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -183,49 +183,126 @@ def _walk(
 ) -> tuple[list[Sequence[Any]], list[float | None]]:
     """The best ``need`` ranked items that pass the filter, best first, exact.
 
-    Items are visited by their score's upper bound, in growing chunks: each
-    chunk is scored exactly and checked by SQL (filter, expiry, still there).
-    Once ``need`` accepted items score above every unvisited bound, no
-    unvisited item can enter the page, so deep offsets and selective filters
-    stay exact while a page usually costs one small chunk.
+    Items are scored exactly in chunks, by their score's upper bound. A scored
+    item is checked by SQL (filter, expiry, still there) only once its score
+    is above every unscored item's bound, best first, and only until ``need``
+    items passed: no unscored or unchecked item can then enter the page. So
+    deep offsets and selective filters stay exact, a page reads about
+    ``need`` rows from the table, and after the first chunk the next one
+    holds the items whose bound reaches the best scores seen.
+
+    A large scope is walked in two tiers (:func:`_tiers`): the few thousand
+    items with the highest bounds first, the rest only if the page is not
+    settled by then, so a search over a million items sorts thousands.
     """
     ids, upper = ranking.ids, ranking.upper
-    n = len(ids)
-    if n == 0:
-        return [], []
-    open_ = np.ones(n, dtype=bool)
-    left = n
-    found_rows: dict[int, Sequence[Any]] = {}
-    pool: list[tuple[float, int]] = []  # (score, item id) of accepted items
-    chunk = max(4 * need, 64)
-    while left:
-        if chunk >= left:
-            order = np.flatnonzero(open_)
-        else:
-            bounds = np.where(open_, upper, -np.inf) if left < n else upper
-            order = np.argpartition(bounds, n - chunk)[n - chunk :]
-        open_[order] = False
-        left -= len(order)
-        scores = ranking.exact(order)
-        chunk_ids = ids[order]
+    accepted: list[tuple[float, int, Sequence[Any]]] = []
+    # Scored, not yet checked: (score, item id), best first once sorted.
+    waiting_s = np.empty(0, dtype=np.float64)
+    waiting_i = np.empty(0, dtype=np.int64)
+    for tier, beyond in _tiers(upper, need):
+        up = upper if tier is None else upper[tier]
+        n = len(up)
+        open_ = np.ones(n, dtype=bool)
+        left = n
+        chunk = min(n, max(4 * need, 64))
+        while True:
+            if left and chunk:
+                if chunk >= left:
+                    order = np.flatnonzero(open_)
+                else:
+                    bounds = np.where(open_, up, -np.inf) if left < n else up
+                    order = np.argpartition(bounds, n - chunk)[n - chunk :]
+                open_[order] = False
+                left -= len(order)
+                pos = order if tier is None else tier[order]
+                waiting_s = np.concatenate([waiting_s, ranking.exact(pos)])
+                waiting_i = np.concatenate([waiting_i, ids[pos]])
+            bound = max(float(up[open_].max()) if left else -np.inf, beyond)
+            # Check, best first, the scored items no unscored one can pass.
+            rank = np.lexsort((waiting_i, -waiting_s))
+            ready = rank[waiting_s[rank] > bound]
+            done = 0
+            while done < len(ready) and len(accepted) < need:
+                batch = ready[done : done + 2 * (need - len(accepted)) + 8]
+                done += len(batch)
+                accepted += _passing(conn, waiting_s[batch], waiting_i[batch], live, lp, fsql, fp)
+            if done:
+                keep = np.ones(len(waiting_s), dtype=bool)
+                keep[ready[:done]] = False
+                waiting_s, waiting_i = waiting_s[keep], waiting_i[keep]
+            if len(accepted) >= need or not left:
+                break
+            # Next: the unscored items whose bound reaches the best scores
+            # still waiting (4x what is missing, as a filter may reject some),
+            # and at least twice the last chunk, so a selective filter that
+            # rejects what the guess points at still makes progress.
+            missing = need - len(accepted)
+            reach = 0
+            if len(waiting_s) >= 4 * missing:
+                guess = float(np.partition(waiting_s, len(waiting_s) - 4 * missing)[-4 * missing])
+                reach = int(np.count_nonzero(up[open_] >= guess))
+            chunk = max(reach, 2 * chunk)
+        if len(accepted) >= need:
+            break
+    accepted.sort(key=lambda a: (-a[0], a[1]))
+    best = accepted[:need]
+    return [row for _, _, row in best], [sc for sc, _, _ in best]
+
+
+def _passing(
+    conn: sqlite3.Connection,
+    scores: np.ndarray,
+    item_ids: np.ndarray,
+    live: str,
+    lp: list[Any],
+    fsql: str,
+    fp: list[Any],
+) -> list[tuple[float, int, Sequence[Any]]]:
+    """The items of ``item_ids`` that pass the filter and are live, with their scores."""
+    rows = {
+        r[0]: r
         for r in conn.execute(
             f"SELECT {_COLS} FROM items i WHERE i.id IN (SELECT value FROM json_each(?)) "
             f"AND {live} AND {fsql}",
-            [json.dumps(chunk_ids.tolist()), *lp, *fp],
-        ):
-            found_rows[r[0]] = r
-        pool.extend(
-            (float(sc), int(i)) for sc, i in zip(scores, chunk_ids.tolist()) if i in found_rows
+            [json.dumps(item_ids.tolist()), *lp, *fp],
         )
-        if not left:
-            break
-        bound = float(upper[open_].max())
-        if sum(1 for sc, _ in pool if sc > bound) >= need:
-            break
-        chunk *= 4
-    pool.sort(key=lambda p: (-p[0], p[1]))
-    best = pool[:need]
-    return [found_rows[i] for _, i in best], [sc for sc, _ in best]
+    }
+    return [
+        (float(sc), i, rows[i])
+        for sc, i in zip(scores.tolist(), item_ids.tolist(), strict=True)
+        if i in rows
+    ]
+
+
+#: Scopes with more ranked items than this are walked in two tiers.
+TIER_ROWS = 32_768
+#: The first tier holds at least this many items (and 16 per item asked for).
+TIER_FIRST = 4_096
+
+
+def _tiers(upper: np.ndarray, need: int) -> Iterator[tuple[np.ndarray | None, float]]:
+    """The positions to walk in turn, each with a bound on every later one's
+    ``upper`` (``None``: all positions, in one tier).
+
+    The first tier holds about ``max(16 * need, TIER_FIRST)`` items: those
+    at or above a bound estimated from a strided sample of ``upper``. A page
+    of ten at a million items visits a few hundred of them.
+    """
+    n = len(upper)
+    target = max(16 * need, TIER_FIRST)
+    if n <= max(TIER_ROWS, 4 * target):
+        yield None, -np.inf
+        return
+    sample = upper[:: max(1, n // 16_384)]
+    k = max(0, len(sample) - 1 - int(len(sample) * target / n))
+    t = float(np.partition(sample, k)[k])
+    first = np.flatnonzero(upper >= t)
+    if len(first) == n:
+        yield None, -np.inf
+        return
+    yield first, t
+    yield np.flatnonzero(upper < t), -np.inf
 
 
 def _page(
