@@ -292,3 +292,37 @@ def test_an_upgraded_store_samples_its_vectors_by_pages(dsn, data, monkeypatch):
         up.batch(_ops(1, 2))  # the waiting rest: one chunk
         assert _cells_count(dsn) == {False: N}
         assert _recall(up.search, unit, queries, ("user",), np.ones(N, dtype=bool)) >= 0.95
+
+
+def test_cells_trained_by_a_failed_write_are_not_kept(dsn, data, monkeypatch, caplog):
+    """The write that trains the cells fails after training: its centroids
+    never reach the database, so the process drops them at its next write
+    (whose vectors wait in cell -1) and a later write trains the cells again;
+    no vector is left in a cell that no stored centroid owns."""
+    unit, queries, table = data
+    real = _ivf.assign_waiting_steps
+
+    def failing(*args, **kwargs):
+        yield _ivf.Exec("SELECT 1 / 0")  # after training, the rest of the write fails
+        return (yield from real(*args, **kwargs))
+
+    with PostgresStore.from_conn_string(dsn, index=_index(table), vector_index=IVF) as store:
+        store.batch(_ops(0, 900))
+        monkeypatch.setattr(_ivf, "assign_waiting_steps", failing)
+        with pytest.raises(Exception, match="division by zero"):
+            store.batch(_ops(900, 1200))
+        assert store.cells is not None  # trained, in this process only
+        monkeypatch.setattr(_ivf, "assign_waiting_steps", real)
+        assert _cells_count(dsn) == {True: 900}  # the failed write left nothing
+        with caplog.at_level(logging.WARNING, logger="langmem_ext.stores.postgres"):
+            store.batch(_ops(900, 1200))
+        assert "were not stored (that write failed)" in caplog.text
+        # This write trained them again (and placed everything).
+        with psycopg.connect(dsn) as conn:
+            [(version,)] = conn.execute(
+                "SELECT value FROM lmx_meta WHERE key = 'ivf_version'"
+            ).fetchall()
+        assert store.cells is not None and store.cells.version == version
+        store.batch(_ops(1200, N))
+        assert _cells_count(dsn) == {False: N}
+        assert _recall(store.search, unit, queries, ("user",), np.ones(N, dtype=bool)) >= 0.95

@@ -358,6 +358,7 @@ class PostgresCore(CellWriter, ReplicaReads, HybridStore):
                 vec_rows.append((ids[key], label, key[0], doc_vecs[starts[i] + j]))
         if not vec_rows:
             return None
+        yield from self._cells_confirm_steps()
         cells = self._cells_of([r[3] for r in vec_rows])
         yield Copy(
             "COPY lmx_vectors (item_id, field, prefix, embedding, cell) FROM STDIN (FORMAT BINARY)",

@@ -374,6 +374,8 @@ class CellWriter:
     _train_check_at: int = 0
     #: Vectors may wait in cell -1 (this process trained or loaded the cells).
     _waiting: bool = False
+    #: The cells were trained inside a write whose commit is not yet confirmed.
+    _unconfirmed: bool = False
 
     @property
     def _dims(self) -> int | None:  # the store's embedding dimension (PostgresCore)
@@ -399,6 +401,24 @@ class CellWriter:
             )
         return None
 
+    def _cells_confirm_steps(self) -> Steps:
+        """Before the first write after training: check that the training's
+        write committed. If it failed, its centroids exist only in this
+        process, and vectors written with them would sit in cells no search
+        reads; so they are dropped, and the write waits in cell -1 until the
+        cells are trained (or loaded) again."""
+        if not self._unconfirmed:
+            return None
+        self._unconfirmed = False
+        row = yield Exec("SELECT value FROM lmx_meta WHERE key = 'ivf_version'", fetch=True)
+        if self.cells is not None and (not row or row[0][0] != self.cells.version):
+            logger.warning(
+                "the vector index's cells trained by an earlier write of this process were "
+                "not stored (that write failed); they are trained again at a later write"
+            )
+            self.cells, self._waiting, self._train_check_at = None, False, 0
+        return None
+
     def _cells_of(self, vecs: list[np.ndarray]) -> list[int]:
         """The cells of a write's vectors (``-1`` without trained cells)."""
         if self.vector_index["kind"] != "ivf" or self.cells is None:
@@ -421,6 +441,7 @@ class CellWriter:
             logger.info("training the vector index's %d cells on %d vectors", vi["lists"], n)
             self.cells = yield from train_steps(vi["lists"], self._dims or 0)
             self._waiting = True
+            self._unconfirmed = self.cells is not None
         if self.cells is not None and self._waiting:
             self._waiting = yield from assign_waiting_steps(self.cells)
         return None
