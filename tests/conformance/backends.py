@@ -96,3 +96,24 @@ def _postgres(
 
 
 BACKENDS.append(Backend("postgres", _postgres, OURS))
+
+
+def _postgres_partitioned(
+    request: Any, tmp_path: Any, *, index: Any = None, ttl: Any = None, is_async: bool = False
+) -> BaseStore:
+    """The same store with its items partitioned by tenant (every
+    namespace's first label gets its partition on first write)."""
+    from langmem_ext.stores.postgres import AsyncPostgresStore, PostgresStore
+
+    dsn = request.getfixturevalue("pg_server").fresh_schema()
+    cls = AsyncPostgresStore if is_async else PostgresStore
+    return cls(
+        dsn,
+        index=index,
+        ttl=ttl,
+        pool_config={"min_size": 1, "max_size": 4},
+        partition_by_tenant=True,
+    )
+
+
+BACKENDS.append(Backend("postgres-partitioned", _postgres_partitioned, OURS))

@@ -105,3 +105,26 @@ def test_the_async_postgres_store_exports_and_imports_in_one_transaction(pg_serv
         assert (first["key"], first["ttl"], first["indexed"]) == ("k0", 60.0, False)
     finally:
         store.close()
+
+
+def test_a_store_partitioned_by_tenant_imports_and_exports(pg_server):
+    """Import into a store refusing unknown tenants: the line naming one
+    fails the import whole; once the tenant is added, it all lands, with its
+    timestamps, and exports in order."""
+    lines = [
+        _line("ada", f"k{i}", f"fact {i}", created_at="2020-01-01T00:00:00+00:00")
+        for i in range(30)
+    ]
+    lines.append(json.dumps({"namespace": ["acme", "bob"], "key": "k", "value": {"content": "x"}}))
+    dsn = pg_server.fresh_schema()
+    with PostgresStore.from_conn_string(dsn, partition_by_tenant="refuse") as store:
+        store.add_tenant("user")
+        with pytest.raises(InvalidValueError, match="tenant 'acme'"):
+            import_jsonl(store, lines)
+        assert store.search(("user",), limit=1) == []
+        store.add_tenant("acme")
+        assert import_jsonl(store, lines).imported == 31
+        assert store.get(("user", "ada"), "k0").created_at.year == 2020
+        out = io.StringIO()
+        assert export_jsonl(store, out) == 31
+        assert json.loads(out.getvalue().split("\n")[0])["namespace"] == ["acme", "bob"]

@@ -44,6 +44,7 @@ from ._ivf import CellWriter
 from ._replicas import ReplicaReads
 from ._schema import BOOTSTRAP, LOCK_KEY, MIGRATIONS, hnsw_index_sql, scan_index_sql
 from ._steps import Copy, Exec, Many, Steps, gather
+from ._tenants import TenantPartitions
 from ._vector_search import VectorIndexConfig, resolve_vector_index, vector_steps
 
 __all__ = [
@@ -58,7 +59,7 @@ __all__ = [
 logger = logging.getLogger("langmem_ext.stores.postgres")
 
 
-class PostgresCore(CellWriter, ReplicaReads, HybridStore):
+class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
     """Configuration and the conversation generators shared by both stores."""
 
     distance_types = ("cosine", "inner_product", "l2")
@@ -118,6 +119,7 @@ class PostgresCore(CellWriter, ReplicaReads, HybridStore):
             )
         for stmt in BOOTSTRAP:
             yield Exec(stmt)
+        yield from self._partitions_setup_steps()
         done = {r[0] for r in (yield Exec("SELECT v FROM lmx_migrations", fetch=True))}
         for version, statements in enumerate(MIGRATIONS):
             if version in done:
@@ -315,9 +317,18 @@ class PostgresCore(CellWriter, ReplicaReads, HybridStore):
             )
         if not ups:
             return None
+        # A partitioned store keys its items by tenant too (see _tenants).
+        tenant_col, tenant_val, conflict = "", "", "prefix, key"
+        # Whether the row is new, to skip deleting vectors it cannot have;
+        # a partitioned table has no xmax to return: every row counts as re-put.
+        inserted = "(xmax = 0)"
+        if self._partitions is not None:
+            yield from self._tenant_steps(k[0] for k, _, _ in ups)
+            tenant_col, tenant_val = "tenant, ", "split_part(d.prefix, '.', 1), "
+            conflict, inserted = "tenant, prefix, key", "false"
         rows = yield Exec(
-            "INSERT INTO lmx_items (prefix, key, value, expires_at, ttl_minutes, tsv) "
-            "SELECT d.prefix, d.key, d.value::jsonb, "
+            f"INSERT INTO lmx_items ({tenant_col}prefix, key, value, expires_at, ttl_minutes, tsv) "
+            f"SELECT {tenant_val}d.prefix, d.key, d.value::jsonb, "
             "now() + d.ttl * interval '1 minute', d.ttl, "
             "CASE WHEN d.txt IS NULL AND d.ctx IS NULL THEN NULL ELSE "
             "setweight(to_tsvector(c.cfg, coalesce(d.txt, '')), 'A') || "
@@ -326,10 +337,10 @@ class PostgresCore(CellWriter, ReplicaReads, HybridStore):
             "%s::text[]) AS d(prefix, key, value, ttl, txt, ctx), "
             "(SELECT %s::regconfig AS cfg) AS c "
             # created_at is deliberately not updated: it survives re-puts.
-            "ON CONFLICT (prefix, key) DO UPDATE SET value = excluded.value, "
+            f"ON CONFLICT ({conflict}) DO UPDATE SET value = excluded.value, "
             "updated_at = now(), expires_at = excluded.expires_at, "
             "ttl_minutes = excluded.ttl_minutes, tsv = excluded.tsv "
-            "RETURNING id, prefix, key, (xmax = 0) AS inserted",
+            f"RETURNING id, prefix, key, {inserted} AS inserted",
             [
                 [k[0] for k, _, _ in ups],
                 [k[1] for k, _, _ in ups],

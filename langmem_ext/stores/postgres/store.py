@@ -38,6 +38,7 @@ from ._core import (
     VectorIndexConfig,
 )
 from ._errors import one_line, translate
+from ._tenants import PartitionMode
 
 __all__ = ["PoolConfig", "PostgresStore"]
 
@@ -134,6 +135,12 @@ class PostgresStore(PostgresCore):
             one logged warning. Not with a single ``psycopg.Connection``.
         replica_max_wait: seconds a read waits for a replica to replay this
             store's last write before reading from the primary (0.5).
+        partition_by_tenant: keep the items in a table partitioned by tenant
+            (the namespace's first label), one partition per tenant, chosen
+            when the store is created. ``True`` or ``"create"``: a write for
+            a new tenant creates its partition; ``"refuse"``: it is refused
+            (``InvalidNamespaceError``, nothing written) until
+            :meth:`add_tenant` creates it.
 
     Examples:
         >>> with PostgresStore.from_conn_string(dsn) as store:  # doctest: +SKIP
@@ -155,8 +162,10 @@ class PostgresStore(PostgresCore):
         pipeline: bool = False,
         replicas: str | Sequence[str] | None = None,
         replica_max_wait: float = 0.5,
+        partition_by_tenant: bool | PartitionMode = False,
     ) -> None:
         check_conn(conn, (str, psycopg.Connection, ConnectionPool))
+        self._configure_partitions(partition_by_tenant)
         self._pool_config = pool_options(pool_config)
         self.pipeline = check_pipeline(pipeline)
         self._configure(index, ttl, search_mode, vector_index, text_search_config, _Cache(self))
@@ -349,6 +358,19 @@ class PostgresStore(PostgresCore):
     def sweep_ttl(self) -> int:
         """Delete expired items now (with their vectors); returns how many."""
         return int(self._run(self._sweep_steps(), "the TTL sweep"))
+
+    # -- tenants -----------------------------------------------------------------
+
+    def add_tenant(self, tenant: str) -> None:
+        """Create the partition of ``tenant`` (a namespace's first label) in a
+        store partitioned by tenant; nothing changes when it exists.
+
+        Examples:
+            >>> store = PostgresStore(dsn, partition_by_tenant="refuse")  # doctest: +SKIP
+            >>> store.add_tenant("acme")  # doctest: +SKIP
+            >>> store.put(("acme", "ada"), "m1", {"text": "likes tea"})  # doctest: +SKIP
+        """
+        self._run(self._add_tenant_steps(tenant), "creating a tenant's partition", True)
 
     # -- export/import (see stores.transfer) ------------------------------------
 

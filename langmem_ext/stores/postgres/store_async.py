@@ -42,6 +42,7 @@ from ._core import (
 )
 from ._errors import translate
 from ._merge import CallMerger, dedupe_reads, spread
+from ._tenants import PartitionMode
 from .store import PIPELINE, PoolConfig, connect_error, drive, setup_on
 
 __all__ = ["AsyncPostgresStore"]
@@ -119,8 +120,10 @@ class AsyncPostgresStore(AsyncTTLSweeper, PostgresCore):  # type: ignore[misc]
         max_batches: int | None = None,
         replicas: str | Sequence[str] | None = None,
         replica_max_wait: float = 0.5,
+        partition_by_tenant: bool | PartitionMode = False,
     ) -> None:
         check_conn(conn, (str, psycopg.AsyncConnection, AsyncConnectionPool))
+        self._configure_partitions(partition_by_tenant)
         check_replica_conn(replicas, isinstance(conn, psycopg.AsyncConnection))
         self._configure_replicas(replicas, replica_max_wait)
         self._replica_pools: dict[int, AsyncConnectionPool[Any]] = {}
@@ -385,6 +388,21 @@ class AsyncPostgresStore(AsyncTTLSweeper, PostgresCore):  # type: ignore[misc]
         return int(await self._run(self._sweep_steps(), "the TTL sweep"))
 
     asweep_ttl = sweep_ttl
+
+    # -- tenants -----------------------------------------------------------------
+
+    async def aadd_tenant(self, tenant: str) -> None:
+        """Create the partition of ``tenant`` in a store partitioned by tenant
+        (see :meth:`PostgresStore.add_tenant`); nothing changes when it exists.
+
+        Examples:
+            >>> await store.aadd_tenant("acme")  # doctest: +SKIP
+        """
+        await self._run(self._add_tenant_steps(tenant), "creating a tenant's partition", True)
+
+    def add_tenant(self, tenant: str) -> None:
+        """:meth:`aadd_tenant` from sync code (the store's sync side)."""
+        self._sync.run(self._add_tenant_steps(tenant), "creating a tenant's partition", True)
 
 
 class _SyncSide:
