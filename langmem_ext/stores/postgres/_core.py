@@ -309,6 +309,9 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
             for i, p in enumerate(puts)
             if p.value_json is not None
         )
+        if self._partitions is not None and ups:
+            # Refused or created before anything of the batch is written.
+            yield from self._tenant_steps(k[0] for k, _, _ in ups)
         if dels:
             yield Exec(
                 "DELETE FROM lmx_items i USING unnest(%s::text[], %s::text[]) AS d(prefix, key) "
@@ -317,15 +320,7 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
             )
         if not ups:
             return None
-        # A partitioned store keys its items by tenant too (see _tenants).
-        tenant_col, tenant_val, conflict = "", "", "prefix, key"
-        # Whether the row is new, to skip deleting vectors it cannot have;
-        # a partitioned table has no xmax to return: every row counts as re-put.
-        inserted = "(xmax = 0)"
-        if self._partitions is not None:
-            yield from self._tenant_steps(k[0] for k, _, _ in ups)
-            tenant_col, tenant_val = "tenant, ", "split_part(d.prefix, '.', 1), "
-            conflict, inserted = "tenant, prefix, key", "false"
+        tenant_col, tenant_val, conflict, inserted = self._items_upsert_shape()
         rows = yield Exec(
             f"INSERT INTO lmx_items ({tenant_col}prefix, key, value, expires_at, ttl_minutes, tsv) "
             f"SELECT {tenant_val}d.prefix, d.key, d.value::jsonb, "

@@ -137,6 +137,16 @@ class TenantPartitions:
             self._partitions = self._partition_option or "create"
         return None
 
+    def _items_upsert_shape(self) -> tuple[str, str, str, str]:
+        """The parts of the items upsert that partitioning changes: the
+        tenant column and its value (none unpartitioned), the conflict
+        target, and whether a returned row is new (which spares deleting
+        vectors it cannot have). A partitioned table cannot return ``xmax``:
+        every row counts as re-put there."""
+        if self._partitions is None:
+            return "", "", "prefix, key", "(xmax = 0)"
+        return "tenant, ", "split_part(d.prefix, '.', 1), ", "tenant, prefix, key", "false"
+
     def _tenant_steps(self, prefixes: Iterable[str]) -> Steps:
         """The partitions a write's namespaces need: created, or the write
         refused before anything is written."""

@@ -205,9 +205,9 @@ def _walk(
         n = len(up)
         open_ = np.ones(n, dtype=bool)
         left = n
-        chunk = min(n, max(4 * need, 64))
+        chunk = max(4 * need, 64)
         while True:
-            if left and chunk:
+            if left:
                 if chunk >= left:
                     order = np.flatnonzero(open_)
                 else:
