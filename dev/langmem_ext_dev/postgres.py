@@ -22,6 +22,7 @@ import itertools
 import logging
 import os
 import shutil
+import signal
 import tempfile
 import warnings
 from collections.abc import Mapping
@@ -120,6 +121,30 @@ class EmbeddedPostgres:
         pg_ctl(
             ["-w", "-t", "60", "-l", str(log), "start"], pgdata=self.pgdata, user=self.system_user
         )
+
+    def processes(self) -> list[int]:
+        """The server's processes: the postmaster first, then its children."""
+        main = int((self.pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+        children = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == main:
+                children.append(int(stat.parent.name))
+        return [main, *children]
+
+    def freeze(self) -> None:
+        """Stop every process of the server (SIGSTOP): connections stay open
+        and connecting still reaches the listening socket, but nothing ever
+        answers. ``thaw()`` lets it go on; always call it (Linux only)."""
+        for pid in self.processes():
+            os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        for pid in reversed(self.processes()):
+            os.kill(pid, signal.SIGCONT)
 
 
 def start_embedded_postgres(settings: Mapping[str, str] | None = None) -> EmbeddedPostgres:

@@ -101,8 +101,10 @@ BACKENDS.append(Backend("postgres", _postgres, OURS))
 def _postgres_partitioned(
     request: Any, tmp_path: Any, *, index: Any = None, ttl: Any = None, is_async: bool = False
 ) -> BaseStore:
-    """The same store with its items partitioned by tenant (every
-    namespace's first label gets its partition on first write)."""
+    """The same store with its items and vectors partitioned by tenant, keyed
+    by the namespace's first label (every one gets its partition on first
+    write: many partitions, where the engine's layout would put these
+    namespaces in one)."""
     from langmem_ext.stores.postgres import AsyncPostgresStore, PostgresStore
 
     dsn = request.getfixturevalue("pg_server").fresh_schema()
@@ -113,6 +115,7 @@ def _postgres_partitioned(
         ttl=ttl,
         pool_config={"min_size": 1, "max_size": 4},
         partition_by_tenant=True,
+        tenant_key=("{tenant}",),
     )
 
 

@@ -117,7 +117,9 @@ def test_a_store_partitioned_by_tenant_imports_and_exports(pg_server):
     ]
     lines.append(json.dumps({"namespace": ["acme", "bob"], "key": "k", "value": {"content": "x"}}))
     dsn = pg_server.fresh_schema()
-    with PostgresStore.from_conn_string(dsn, partition_by_tenant="refuse") as store:
+    with PostgresStore.from_conn_string(
+        dsn, partition_by_tenant="refuse", tenant_key=("{tenant}",)
+    ) as store:
         store.add_tenant("user")
         with pytest.raises(InvalidValueError, match="tenant 'acme'"):
             import_jsonl(store, lines)

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
+import psycopg
 from langgraph.store.base import (
     GetOp,
     Item,
@@ -26,7 +27,7 @@ from langgraph.store.base import (
 )
 from psycopg.types import TypeInfo
 
-from ...errors import ConfigurationError, InvalidValueError, StoreError
+from ...errors import ConfigurationError, InvalidValueError, LangmemError, StoreError
 from .._base import BatchPlan, HybridStore
 from .._filters import normalize_filter
 from .._ops import (
@@ -39,9 +40,9 @@ from .._ops import (
 )
 from ..embeddings import IndexInput
 from . import _sql
-from ._errors import check_nul
+from ._errors import check_nul, translate
 from ._ivf import CellWriter
-from ._replicas import ReplicaReads
+from ._replicas import IDENTITY_SQL, ReplicaReads
 from ._schema import BOOTSTRAP, LOCK_KEY, MIGRATIONS, hnsw_index_sql, scan_index_sql
 from ._steps import Copy, Exec, Many, Steps, gather
 from ._tenants import TenantPartitions
@@ -127,6 +128,11 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
             for stmt in statements:
                 yield Exec(stmt)
             yield Exec("INSERT INTO lmx_migrations (v) VALUES (%s)", [version])
+        yield from self._tenant_key_setup_steps()
+        # Who this store is (a replica must hold the same), see _replicas.
+        ident = yield Exec(IDENTITY_SQL, fetch=True)
+        if self._replicas is not None:
+            self._replicas.expect(system_id=ident[0][0], store_id=ident[0][1])
         dims = self._dims
         if dims:
             rows = yield Exec("SELECT value FROM lmx_meta WHERE key = 'dims'", fetch=True)
@@ -146,7 +152,17 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
                 yield from self._cells_setup_steps()
         return None
 
+    def _failed(self, error: psycopg.Error, where: str) -> LangmemError:
+        """The error a driver raises for a failed conversation."""
+        self._forget_tenants(error)
+        return translate(error, where)
+
     # -- batch -------------------------------------------------------------------
+
+    def _write_prefixes(self, plan: BatchPlan) -> list[str]:
+        """The namespaces a batch writes items into (whose tenants need a
+        partition before it runs)."""
+        return [encode_namespace(p.namespace) for p in plan.puts if p.value_json is not None]
 
     def _plan(self, ops: Iterable[Op]) -> BatchPlan:
         plan = super()._plan(ops)
@@ -309,9 +325,6 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
             for i, p in enumerate(puts)
             if p.value_json is not None
         )
-        if self._partitions is not None and ups:
-            # Refused or created before anything of the batch is written.
-            yield from self._tenant_steps(k[0] for k, _, _ in ups)
         if dels:
             yield Exec(
                 "DELETE FROM lmx_items i USING unnest(%s::text[], %s::text[]) AS d(prefix, key) "
@@ -320,16 +333,18 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
             )
         if not ups:
             return None
-        tenant_col, tenant_val, conflict, inserted = self._items_upsert_shape()
+        tenant_col, conflict, inserted = self._items_upsert_shape()
+        tenants = self._tenant_column([k[0] for k, _, _ in ups])
         rows = yield Exec(
             f"INSERT INTO lmx_items ({tenant_col}prefix, key, value, expires_at, ttl_minutes, tsv) "
-            f"SELECT {tenant_val}d.prefix, d.key, d.value::jsonb, "
+            f"SELECT {'d.tenant, ' if tenants else ''}d.prefix, d.key, d.value::jsonb, "
             "now() + d.ttl * interval '1 minute', d.ttl, "
             "CASE WHEN d.txt IS NULL AND d.ctx IS NULL THEN NULL ELSE "
             "setweight(to_tsvector(c.cfg, coalesce(d.txt, '')), 'A') || "
             "setweight(to_tsvector(c.cfg, coalesce(d.ctx, '')), 'D') END "
             "FROM unnest(%s::text[], %s::text[], %s::text[], %s::float8[], %s::text[], "
-            "%s::text[]) AS d(prefix, key, value, ttl, txt, ctx), "
+            f"%s::text[]{', %s::text[]' if tenants else ''}) "
+            f"AS d(prefix, key, value, ttl, txt, ctx{', tenant' if tenants else ''}), "
             "(SELECT %s::regconfig AS cfg) AS c "
             # created_at is deliberately not updated: it survives re-puts.
             f"ON CONFLICT ({conflict}) DO UPDATE SET value = excluded.value, "
@@ -343,6 +358,7 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
                 [p.ttl for _, _, p in ups],
                 [p.keyword_text for _, _, p in ups],
                 [p.context_text for _, _, p in ups],
+                *([tenants] if tenants else []),
                 self.text_search_config,
             ],
             fetch=True,
@@ -366,11 +382,21 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
             return None
         yield from self._cells_confirm_steps()
         cells = self._cells_of([r[3] for r in vec_rows])
-        yield Copy(
-            "COPY lmx_vectors (item_id, field, prefix, embedding, cell) FROM STDIN (FORMAT BINARY)",
-            ["int8", "text", "text", "vector", "int4"],
-            [(*r, c) for r, c in zip(vec_rows, cells, strict=True)],
-        )
+        vec_tenants = self._tenant_column([r[2] for r in vec_rows])
+        if vec_tenants is None:
+            yield Copy(
+                "COPY lmx_vectors (item_id, field, prefix, embedding, cell) "
+                "FROM STDIN (FORMAT BINARY)",
+                ["int8", "text", "text", "vector", "int4"],
+                [(*r, c) for r, c in zip(vec_rows, cells, strict=True)],
+            )
+        else:
+            yield Copy(
+                "COPY lmx_vectors (item_id, field, prefix, embedding, cell, tenant) "
+                "FROM STDIN (FORMAT BINARY)",
+                ["int8", "text", "text", "vector", "int4", "text"],
+                [(*r, c, t) for r, c, t in zip(vec_rows, cells, vec_tenants, strict=True)],
+            )
         yield from self._cells_after_put_steps(max(ids.values()))
         return None
 

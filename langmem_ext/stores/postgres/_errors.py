@@ -62,6 +62,15 @@ def translate(e: psycopg.Error, where: str) -> LangmemError:
             "owner or a superuser, and grant CREATE on the schema to this role",
             sqlstate=state,
         )
+    if "no partition of relation" in msg:
+        # Not the input: the tenant's partition went away under this process.
+        return StoreUnavailableError(
+            f"a tenant's partition was dropped or detached while this store was open, so "
+            f"{where} found no table for its items ({msg}); nothing from it was applied. "
+            "Retry: a store with partition_by_tenant=True creates the partition again, one "
+            "with 'refuse' says which tenant to add_tenant",
+            sqlstate=state,
+        )
     if state is not None and state[:2] in _INPUT_CLASSES:
         advice = "fix the input; retrying the same call fails again"
         if "tsvector" in msg:

@@ -30,7 +30,7 @@ import numpy as np
 
 from .._ops import HybridSearchOp
 from ._schema import TRAIN_LOCK_KEY, cells_index_sql
-from ._sql import ITEM_COLS, VectorQuery, rerank_cte
+from ._sql import ITEM_COLS, VECTOR_ROWS, VectorQuery, rerank_cte
 from ._steps import Exec, Steps
 
 __all__ = [
@@ -231,7 +231,8 @@ def train_steps(lists: int, dims: int) -> Steps:
         # table (a store upgraded from another index) is sampled by pages:
         # ORDER BY random() alone read all of a million vectors (16 s).
         est = yield Exec(
-            "SELECT reltuples FROM pg_class WHERE oid = 'lmx_vectors'::regclass", fetch=True
+            f"SELECT {VECTOR_ROWS} FROM pg_class c WHERE c.oid = 'lmx_vectors'::regclass",
+            fetch=True,
         )
         rows_est = float(est[0][0]) if est else -1.0
         pages = ""

@@ -69,7 +69,12 @@ MIGRATIONS: list[list[str]] = [
         # Rows up to 4 kB stay inline: with the half-precision copy below a
         # 384-dim row is ~2.4 kB, over the default 2 kB target, and an
         # out-of-line (TOASTed) embedding made exact scans ~4x slower.
-        "ALTER TABLE lmx_vectors SET (toast_tuple_target = 4080)",
+        # (A store partitioned by tenant sets it on each tenant's table: a
+        # partitioned table takes no storage parameters.)
+        """DO $$ BEGIN
+            IF (SELECT relkind FROM pg_class WHERE oid = 'lmx_vectors'::regclass) = 'r' THEN
+                ALTER TABLE lmx_vectors SET (toast_tuple_target = 4080);
+            END IF; END $$""",
         # Half-precision copy of each vector, scanned (through the covering
         # index of ``scan_index_sql``) to pick candidates that are then
         # re-ranked with the full-precision ``embedding``; see _vector_search.

@@ -25,6 +25,7 @@ from ._sql_filters import compile_filter, field_expr
 __all__ = [
     "DISTANCE_OPS",
     "ITEM_COLS",
+    "VECTOR_ROWS",
     "VectorQuery",
     "candidate_query",
     "compile_filter",
@@ -402,6 +403,16 @@ def hnsw_query(q: VectorQuery, n_candidates: int, need: int) -> tuple[str, list[
     return sql, [*vp, *fp, q.qvec, n_candidates, *rp, need]
 
 
+#: The planner's estimate of all vectors, from ``pg_class c`` of ``lmx_vectors``:
+#: the sum of its partitions' when partitioned by tenant (a partitioned table
+#: has no estimate of its own: autovacuum analyzes only the partitions).
+VECTOR_ROWS = (
+    "greatest(CASE WHEN c.relkind = 'p' THEN (SELECT sum(greatest(p.reltuples, 0)) "
+    "FROM pg_partition_tree(c.oid) t JOIN pg_class p ON p.oid = t.relid WHERE t.isleaf) "
+    "ELSE c.reltuples END, 0)::float8"
+)
+
+
 def plan_query(prefix: str, ef_search: int, max_scan_tuples: int) -> tuple[str, list[Any]]:
     """``(N, n, v)``: the planner's estimates of all vectors and of the vectors in
     the scope, and the version of the trained cells (``None`` before training)
@@ -414,7 +425,7 @@ def plan_query(prefix: str, ef_search: int, max_scan_tuples: int) -> tuple[str, 
         "set_config('hnsw.ef_search', %s, true), set_config('hnsw.max_scan_tuples', %s, true)"
     )
     params: list[Any] = [str(int(ef_search)), str(int(max_scan_tuples))]
-    total = "greatest(c.reltuples, 0)::float8"
+    total = VECTOR_ROWS
     scope = "lmx_scope_rows(%s, %s)" if prefix else total
     version = "(SELECT value FROM lmx_meta WHERE key = 'ivf_version')"
     sql = (

@@ -14,7 +14,7 @@ import psycopg
 
 from .._import import Write, prepare_units
 from .._ops import decode_namespace, encode_namespace, format_ts
-from ._errors import translate
+from ._config import LSN_QUERY
 from ._sql import LIVE, scope_clause
 from ._steps import Exec, Steps
 
@@ -87,31 +87,52 @@ def _write_steps(core: Any, units: list[tuple[Any, Any]], rows: list[Any]) -> St
 
 class BulkImport:
     """An import into a PostgreSQL store: one transaction on one connection,
-    each write in a savepoint of its own."""
+    each write in a savepoint of its own. The partitions of the tenants it
+    writes are created before that transaction (in short ones of their own:
+    see ``_tenants``), and the primary's WAL position is noted after it
+    commits (read-your-writes on the replicas)."""
 
     def __init__(
         self,
         core: Any,
         connection: Callable[[], AbstractContextManager[psycopg.Connection[Any]]],
         drive: Callable[[Steps, psycopg.Connection[Any]], Any],
+        run: Callable[..., Any],
     ) -> None:
-        self._core, self._connection, self._drive = core, connection, drive
+        self._core, self._connection, self._drive, self._run = core, connection, drive, run
+        self._prefixes: set[str] = set()
 
     def prepare(self, ops: list[Any]) -> list[tuple[Any, Any]]:
-        return prepare_units(self._core, ops)
+        units = prepare_units(self._core, ops)
+        prefixes = {encode_namespace(p.namespace) for p, _ in units if p.value_json is not None}
+        if self._core._partitions == "refuse":
+            # Refused here, before anything is written: these lines are bad lines.
+            wanted = self._core._tenants_wanted(prefixes)
+            if wanted:
+                self._run(self._core._tenant_steps(wanted, create=False), "an import", False, True)
+        self._prefixes |= prefixes
+        return units
 
     @contextmanager
     def session(self) -> Iterator[Write]:
+        wanted = self._core._tenants_wanted(self._prefixes)
+        if wanted:
+            self._run(self._core._tenant_steps(wanted), "an import", True, True)
+        drive = self._drive
         try:
-            with self._connection() as conn, conn.transaction():
+            with self._connection() as conn:
+                with conn.transaction():
 
-                def write(units: list[tuple[Any, Any]], rows: list[Any]) -> None:
-                    try:
-                        with conn.transaction():  # a savepoint
-                            self._drive(_write_steps(self._core, units, rows), conn)
-                    except psycopg.Error as e:
-                        raise translate(e, "an import") from e
+                    def write(units: list[tuple[Any, Any]], rows: list[Any]) -> None:
+                        try:
+                            with conn.transaction():  # a savepoint
+                                drive(_write_steps(self._core, units, rows), conn)
+                        except psycopg.Error as e:
+                            raise self._core._failed(e, "an import") from e
 
-                yield write
+                    yield write
+                replicas = self._core._replicas
+                if replicas is not None:
+                    replicas.wrote(conn.execute(LSN_QUERY).fetchone()[0])  # type: ignore[index]
         except psycopg.Error as e:
-            raise translate(e, "an import") from e
+            raise self._core._failed(e, "an import") from e

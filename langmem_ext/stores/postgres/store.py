@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -37,6 +38,7 @@ from ._core import (
     Steps,
     VectorIndexConfig,
 )
+from ._deadline import WATCHDOG
 from ._errors import one_line, translate
 from ._tenants import PartitionMode
 
@@ -72,14 +74,36 @@ def drive(steps: Steps, conn: psycopg.Connection[Any]) -> Any:
             return stop.value
 
 
+def run_on(conn: psycopg.Connection[Any], steps: Steps, autocommit: bool = False) -> Any:
+    """Drive ``steps`` in one transaction, or (``autocommit``) each statement
+    in its own: DDL that must not run inside a write's transaction, and
+    ``DETACH PARTITION CONCURRENTLY``, which cannot run in any."""
+    if not autocommit:
+        with conn.transaction():
+            return drive(steps, conn)
+    if conn.autocommit:
+        return drive(steps, conn)
+    conn.autocommit = True  # a connection you passed in; set back after
+    try:
+        return drive(steps, conn)
+    finally:
+        conn.autocommit = False
+
+
+def note_written(core: PostgresCore, conn: psycopg.Connection[Any]) -> None:
+    """After a write: the primary's WAL position, which a replica must have
+    replayed before it serves this store's reads (read-your-writes)."""
+    if core._replicas is not None:
+        core._replicas.wrote(conn.execute(LSN_QUERY).fetchone()[0])  # type: ignore[index]
+
+
 def setup_on(core: PostgresCore, conn: psycopg.Connection[Any]) -> None:
     """Create or migrate ``core``'s schema on ``conn`` and learn the server's
     ``vector`` type (both stores' sync setup)."""
     try:
         with conn.transaction():
             drive(core._setup_steps(), conn)
-        if core._replicas is not None:  # replicas serve reads once they have the schema
-            core._replicas.wrote(conn.execute(LSN_QUERY).fetchone()[0])  # type: ignore[index]
+        note_written(core, conn)  # replicas serve reads once they have the schema
         info = TypeInfo.fetch(conn, "vector")
     except psycopg.Error as e:
         raise translate(e, "setup") from e
@@ -130,17 +154,30 @@ class PostgresStore(PostgresCore):
             statements of a batch are always sent in pipeline mode.
         replicas: connection string(s) of hot-standby replicas: batches that
             write nothing are read there, in turn, once the replica has
-            replayed this store's own last write (read-your-writes); a
-            replica that lags or is down leaves the read to the primary, with
-            one logged warning. Not with a single ``psycopg.Connection``.
+            replayed this store's own last write (read-your-writes, after
+            every write path, imports included), and only while it is a
+            standby in recovery holding this very store (checked); a replica
+            that lags, is down, fails a check or is too slow leaves the read
+            to the primary, with one logged warning. Not with a single
+            ``psycopg.Connection``.
         replica_max_wait: seconds a read waits for a replica to replay this
             store's last write before reading from the primary (0.5).
-        partition_by_tenant: keep the items in a table partitioned by tenant
-            (the namespace's first label), one partition per tenant, chosen
-            when the store is created. ``True`` or ``"create"``: a write for
-            a new tenant creates its partition; ``"refuse"``: it is refused
+        replica_timeout: the longest a read may take on a replica, connecting
+            and waiting included, before the primary answers it (default
+            ``replica_max_wait`` + 2 s); a replica that does not answer in
+            time is left alone for 30 s, with a logged warning.
+        partition_by_tenant: keep the items and their vectors in tables
+            partitioned by tenant, one partition per tenant, chosen when the
+            store is created. ``True`` or ``"create"``: a write for a new
+            tenant creates its partition; ``"refuse"``: it is refused
             (``InvalidNamespaceError``, nothing written) until
             :meth:`add_tenant` creates it.
+        tenant_key: which label of a namespace is its tenant, for
+            ``partition_by_tenant``: ``"engine"`` (the default: the memory
+            engine's layout, ``("tenant", <tenant>, ...)``; other namespaces
+            are tenant ``"default"``), or a template such as ``("{tenant}",)``
+            (the first label) or ``("org", "{tenant}")``. Kept by the store:
+            opened later without it, the store uses its own.
 
     Examples:
         >>> with PostgresStore.from_conn_string(dsn) as store:  # doctest: +SKIP
@@ -162,15 +199,17 @@ class PostgresStore(PostgresCore):
         pipeline: bool = False,
         replicas: str | Sequence[str] | None = None,
         replica_max_wait: float = 0.5,
+        replica_timeout: float | None = None,
         partition_by_tenant: bool | PartitionMode = False,
+        tenant_key: str | Sequence[str] | None = None,
     ) -> None:
         check_conn(conn, (str, psycopg.Connection, ConnectionPool))
-        self._configure_partitions(partition_by_tenant)
+        self._configure_partitions(partition_by_tenant, tenant_key)
         self._pool_config = pool_options(pool_config)
         self.pipeline = check_pipeline(pipeline)
         self._configure(index, ttl, search_mode, vector_index, text_search_config, _Cache(self))
         check_replica_conn(replicas, isinstance(conn, psycopg.Connection))
-        self._configure_replicas(replicas, replica_max_wait)
+        self._configure_replicas(replicas, replica_max_wait, replica_timeout)
         self._replica_pools: dict[int, ConnectionPool[Any]] = {}
         self._conninfo = conn if isinstance(conn, str) else None
         self._conn = conn if isinstance(conn, psycopg.Connection) else None
@@ -286,17 +325,18 @@ class PostgresStore(PostgresCore):
             adapt(conn, self._info, self._dumper)  # type: ignore[arg-type]
             yield conn
 
-    def _run(self, steps: Steps, where: str, note_lsn: bool = False) -> Any:
+    def _run(self, steps: Steps, where: str, write: bool = True, autocommit: bool = False) -> Any:
+        """Run a conversation in one transaction (``autocommit``: each
+        statement in its own); after a ``write``, note the primary's WAL
+        position for the replicas' read-your-writes."""
         try:
             with self._connection() as conn:
-                with conn.transaction():
-                    out = drive(steps, conn)
-                if note_lsn and self._replicas is not None:
-                    row = conn.execute(LSN_QUERY).fetchone()
-                    self._replicas.wrote(row[0])  # type: ignore[index]
+                out = run_on(conn, steps, autocommit)
+                if write:
+                    note_written(self, conn)
                 return out
         except psycopg.Error as e:
-            raise translate(e, where) from e
+            raise self._failed(e, where) from e
 
     def _replica_pool(self, i: int) -> ConnectionPool[Any]:
         with self._lock:
@@ -312,19 +352,28 @@ class PostgresStore(PostgresCore):
 
     def _read_on_replica(self, make_steps: Callable[[], Steps]) -> Any:
         """The batch's result from a replica, or ``ON_PRIMARY`` when none can
-        serve it now (lagging, down: see ``_replicas``)."""
+        serve it now (lagging, down, failing a check, too slow: see
+        ``_replicas``); never longer than ``replica_timeout``."""
         routing = self._replicas
         assert routing is not None
+        self.setup()  # what a replica must match, and the last write, are learnt there
         i = routing.choose()
         if i is None:
             return ON_PRIMARY
+        deadline = time.monotonic() + routing.timeout_s
+        alarm = None
         try:
-            with self._replica_pool(i).connection() as conn:
-                adapt(conn, self._info, self._dumper)  # type: ignore[arg-type]
-                with conn.transaction():
-                    return drive(self._replica_steps(i, make_steps), conn)
+            with self._replica_pool(i).connection(timeout=routing.timeout_s) as conn:
+                alarm = WATCHDOG.arm(conn.pgconn.socket, deadline)
+                try:
+                    adapt(conn, self._info, self._dumper)  # type: ignore[arg-type]
+                    with conn.transaction():
+                        return drive(self._replica_steps(i, make_steps), conn)
+                finally:
+                    alarm.disarm()  # before the connection goes back to the pool
         except (psycopg.Error, PoolTimeout) as e:
-            return routing.failed(i, e)
+            late = (alarm is not None and alarm.fired) or time.monotonic() >= deadline
+            return routing.failed(i, e, timed_out=late)
 
     # -- batch -------------------------------------------------------------------
 
@@ -342,9 +391,18 @@ class PostgresStore(PostgresCore):
             out = self._read_on_replica(lambda: self._batch_steps(plan, *vecs))
             if out is not ON_PRIMARY:
                 return out
-        return self._run(
-            self._batch_steps(plan, *vecs), "a batch", note_lsn=bool(plan.puts and self._replicas)
-        )
+        self._ensure_tenants(self._write_prefixes(plan))
+        return self._run(self._batch_steps(plan, *vecs), "a batch", self._notes_writes(plan))
+
+    def _ensure_tenants(self, prefixes: list[str]) -> None:
+        """The partitions a write needs, created before its transaction (see
+        ``_tenants``), or the write refused."""
+        if not prefixes:
+            return
+        self.setup()  # the store's partitioning is learnt there
+        wanted = self._tenants_wanted(prefixes)
+        if wanted:
+            self._run(self._tenant_steps(wanted), "creating a tenant's partition", autocommit=True)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Runs :meth:`batch` in a worker thread; prefer :class:`AsyncPostgresStore`
@@ -370,17 +428,46 @@ class PostgresStore(PostgresCore):
             >>> store.add_tenant("acme")  # doctest: +SKIP
             >>> store.put(("acme", "ada"), "m1", {"text": "likes tea"})  # doctest: +SKIP
         """
-        self._run(self._add_tenant_steps(tenant), "creating a tenant's partition", True)
+        self._run(self._add_tenant_steps(tenant), "creating a tenant's partition")
+
+    def drop_tenant(self, tenant: str) -> None:
+        """Delete everything of ``tenant`` (its items and their vectors, i.e.
+        its two partitions) in a store partitioned by tenant; nothing changes
+        when it has none. Other tenants' reads and writes go on meanwhile (the
+        partitions are detached ``CONCURRENTLY``: it waits for transactions
+        already running). A later write for the tenant starts it again, empty
+        (with ``partition_by_tenant=True``).
+
+        Examples:
+            >>> store.drop_tenant("acme")  # doctest: +SKIP
+        """
+        self._run(self._remove_tenant_steps(tenant, keep=False), "dropping a tenant", True, True)
+
+    def detach_tenant(self, tenant: str) -> tuple[str, str] | None:
+        """Take ``tenant`` out of the store but keep its data: its items and
+        vectors become two tables of their own, ``lmx_detached_items_…`` and
+        ``lmx_detached_vectors_…`` (returned, in that order; ``None`` when it
+        has no partition), to back up, move or drop. Otherwise as
+        :meth:`drop_tenant`.
+
+        Examples:
+            >>> store.detach_tenant("acme")  # doctest: +SKIP
+            ('lmx_detached_items_…', 'lmx_detached_vectors_…')
+        """
+        return self._run(
+            self._remove_tenant_steps(tenant, keep=True), "detaching a tenant", True, True
+        )
 
     # -- export/import (see stores.transfer) ------------------------------------
 
     def _transfer_page(
         self, namespace_prefix: tuple[str, ...], after: tuple[str, str] | None, limit: int
     ) -> list[tuple[tuple[str, str], dict[str, Any]]]:
-        return self._run(_transfer.page_steps(namespace_prefix, after, limit), "an export")
+        steps = _transfer.page_steps(namespace_prefix, after, limit)
+        return self._run(steps, "an export", write=False)
 
     def _bulk_import(self) -> _transfer.BulkImport:
-        return _transfer.BulkImport(self, self._connection, drive)
+        return _transfer.BulkImport(self, self._connection, drive, self._run)
 
 
 class _Cache:
@@ -390,10 +477,13 @@ class _Cache:
         self._store = store
 
     def get_many(self, keys: Sequence[tuple[str, str, bytes]]) -> dict:
-        return self._store._run(self._store._cache_get_steps(keys), "an embedding cache read")
+        steps = self._store._cache_get_steps(keys)
+        return self._store._run(steps, "an embedding cache read", write=False)
 
     def put_many(self, entries: dict[tuple[str, str, bytes], np.ndarray]) -> None:
-        self._store._run(self._store._cache_put_steps(entries), "an embedding cache write")
+        # No replica reads the cache: nothing to note for read-your-writes.
+        steps = self._store._cache_put_steps(entries)
+        self._store._run(steps, "an embedding cache write", write=False)
 
 
 PostgresStore.__module__ = "langmem_ext"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -40,10 +41,11 @@ from ._core import (
     Steps,
     VectorIndexConfig,
 )
+from ._deadline import arm_async
 from ._errors import translate
 from ._merge import CallMerger, dedupe_reads, spread
 from ._tenants import PartitionMode
-from .store import PIPELINE, PoolConfig, connect_error, drive, setup_on
+from .store import PIPELINE, PoolConfig, connect_error, drive, note_written, run_on, setup_on
 
 __all__ = ["AsyncPostgresStore"]
 
@@ -120,12 +122,14 @@ class AsyncPostgresStore(AsyncTTLSweeper, PostgresCore):  # type: ignore[misc]
         max_batches: int | None = None,
         replicas: str | Sequence[str] | None = None,
         replica_max_wait: float = 0.5,
+        replica_timeout: float | None = None,
         partition_by_tenant: bool | PartitionMode = False,
+        tenant_key: str | Sequence[str] | None = None,
     ) -> None:
         check_conn(conn, (str, psycopg.AsyncConnection, AsyncConnectionPool))
-        self._configure_partitions(partition_by_tenant)
+        self._configure_partitions(partition_by_tenant, tenant_key)
         check_replica_conn(replicas, isinstance(conn, psycopg.AsyncConnection))
-        self._configure_replicas(replicas, replica_max_wait)
+        self._configure_replicas(replicas, replica_max_wait, replica_timeout)
         self._replica_pools: dict[int, AsyncConnectionPool[Any]] = {}
         self._pool_config = pool_options(pool_config)
         self.pipeline = check_pipeline(pipeline)
@@ -220,9 +224,7 @@ class AsyncPostgresStore(AsyncTTLSweeper, PostgresCore):  # type: ignore[misc]
         try:
             async with conn.transaction():
                 await adrive(self._setup_steps(), conn)
-            if self._replicas is not None:
-                row = await (await conn.execute(LSN_QUERY)).fetchone()
-                self._replicas.wrote(row[0])  # type: ignore[index]
+            await self._note_written(conn)
             info = await TypeInfo.fetch(conn, "vector")
         except psycopg.Error as e:
             raise translate(e, "setup") from e
@@ -298,17 +300,34 @@ class AsyncPostgresStore(AsyncTTLSweeper, PostgresCore):  # type: ignore[misc]
             adapt(conn, self._info, self._dumper)  # type: ignore[arg-type]
             yield conn
 
-    async def _run(self, steps: Steps, where: str, note_lsn: bool = False) -> Any:
+    async def _run(
+        self, steps: Steps, where: str, write: bool = True, autocommit: bool = False
+    ) -> Any:
+        """See :meth:`PostgresStore._run <langmem_ext.PostgresStore._run>`."""
         try:
             async with self._connection() as conn:
-                async with conn.transaction():
+                if not autocommit:
+                    async with conn.transaction():
+                        out = await adrive(steps, conn)
+                elif conn.autocommit:
                     out = await adrive(steps, conn)
-                if note_lsn and self._replicas is not None:
-                    row = await (await conn.execute(LSN_QUERY)).fetchone()
-                    self._replicas.wrote(row[0])  # type: ignore[index]
+                else:
+                    await conn.set_autocommit(True)  # a connection you passed in
+                    try:
+                        out = await adrive(steps, conn)
+                    finally:
+                        await conn.set_autocommit(False)
+                if write:
+                    await self._note_written(conn)
                 return out
         except psycopg.Error as e:
-            raise translate(e, where) from e
+            raise self._failed(e, where) from e
+
+    async def _note_written(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        """See :func:`~.store.note_written`."""
+        if self._replicas is not None:
+            row = await (await conn.execute(LSN_QUERY)).fetchone()
+            self._replicas.wrote(row[0])  # type: ignore[index]
 
     async def _replica_pool(self, i: int) -> AsyncConnectionPool[Any]:
         pool = self._replica_pools.get(i)
@@ -325,16 +344,26 @@ class AsyncPostgresStore(AsyncTTLSweeper, PostgresCore):  # type: ignore[misc]
         """See :meth:`PostgresStore._read_on_replica`."""
         routing = self._replicas
         assert routing is not None
+        await self.asetup()
         i = routing.choose()
         if i is None:
             return ON_PRIMARY
+        deadline = time.monotonic() + routing.timeout_s
+        alarm = None
         try:
-            async with (await self._replica_pool(i)).connection() as conn:
-                adapt(conn, self._info, self._dumper)  # type: ignore[arg-type]
-                async with conn.transaction():
-                    return await adrive(self._replica_steps(i, make_steps), conn)
+            pool = await self._replica_pool(i)
+            async with pool.connection(timeout=routing.timeout_s) as conn:
+                alarm, timer = arm_async(conn.pgconn.socket, deadline)
+                try:
+                    adapt(conn, self._info, self._dumper)  # type: ignore[arg-type]
+                    async with conn.transaction():
+                        return await adrive(self._replica_steps(i, make_steps), conn)
+                finally:
+                    timer.cancel()
+                    alarm.disarm()
         except (psycopg.Error, PoolTimeout) as e:
-            return routing.failed(i, e)
+            late = (alarm is not None and alarm.fired) or time.monotonic() >= deadline
+            return routing.failed(i, e, timed_out=late)
 
     # -- batch -------------------------------------------------------------------
 
@@ -356,11 +385,14 @@ class AsyncPostgresStore(AsyncTTLSweeper, PostgresCore):  # type: ignore[misc]
             results = await self._read_on_replica(lambda: self._batch_steps(plan, doc_vecs, qvecs))
             if results is not ON_PRIMARY:
                 return spread(results, where)
-        results = await self._run(
-            self._batch_steps(plan, doc_vecs, qvecs),
-            "a batch",
-            note_lsn=bool(plan.puts and self._replicas),
-        )
+        prefixes = self._write_prefixes(plan)
+        if prefixes:  # the partitions it needs, before its transaction (see _tenants)
+            await self.asetup()
+            wanted = self._tenants_wanted(prefixes)
+            if wanted:
+                await self._run(self._tenant_steps(wanted), _CREATING, autocommit=True)
+        steps = self._batch_steps(plan, doc_vecs, qvecs)
+        results = await self._run(steps, "a batch", self._notes_writes(plan))
         return spread(results, where)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -368,18 +400,21 @@ class AsyncPostgresStore(AsyncTTLSweeper, PostgresCore):  # type: ignore[misc]
         small sync pool); works from any thread. Needs a connection string or
         an ``AsyncConnectionPool``."""
         plan = self._plan(ops)
-        steps = self._batch_steps(plan, *self._embed_sync(plan))
-        return self._sync.run(steps, "a batch", note_lsn=bool(plan.puts and self._replicas))
+        vecs = self._embed_sync(plan)
+        self._sync.ensure_tenants(self._write_prefixes(plan))
+        steps = self._batch_steps(plan, *vecs)
+        return self._sync.run(steps, "a batch", self._notes_writes(plan))
 
     # -- export/import (see stores.transfer), on the sync side ----------------------
 
     def _transfer_page(
         self, namespace_prefix: tuple[str, ...], after: tuple[str, str] | None, limit: int
     ) -> list[tuple[tuple[str, str], dict[str, Any]]]:
-        return self._sync.run(_transfer.page_steps(namespace_prefix, after, limit), "an export")
+        steps = _transfer.page_steps(namespace_prefix, after, limit)
+        return self._sync.run(steps, "an export", write=False)
 
     def _bulk_import(self) -> _transfer.BulkImport:
-        return _transfer.BulkImport(self, self._sync.connection, drive)
+        return _transfer.BulkImport(self, self._sync.connection, drive, self._sync.run)
 
     # -- TTL ---------------------------------------------------------------------
 
@@ -398,11 +433,45 @@ class AsyncPostgresStore(AsyncTTLSweeper, PostgresCore):  # type: ignore[misc]
         Examples:
             >>> await store.aadd_tenant("acme")  # doctest: +SKIP
         """
-        await self._run(self._add_tenant_steps(tenant), "creating a tenant's partition", True)
+        await self._run(self._add_tenant_steps(tenant), _CREATING)
 
     def add_tenant(self, tenant: str) -> None:
         """:meth:`aadd_tenant` from sync code (the store's sync side)."""
-        self._sync.run(self._add_tenant_steps(tenant), "creating a tenant's partition", True)
+        self._sync.run(self._add_tenant_steps(tenant), _CREATING)
+
+    async def adrop_tenant(self, tenant: str) -> None:
+        """Delete everything of ``tenant``; see :meth:`PostgresStore.drop_tenant
+        <langmem_ext.PostgresStore.drop_tenant>`.
+
+        Examples:
+            >>> await store.adrop_tenant("acme")  # doctest: +SKIP
+        """
+        steps = self._remove_tenant_steps(tenant, keep=False)
+        await self._run(steps, "dropping a tenant", autocommit=True)
+
+    async def adetach_tenant(self, tenant: str) -> tuple[str, str] | None:
+        """Take ``tenant`` out of the store, keeping its two tables; see
+        :meth:`PostgresStore.detach_tenant <langmem_ext.PostgresStore.detach_tenant>`.
+
+        Examples:
+            >>> await store.adetach_tenant("acme")  # doctest: +SKIP
+            ('lmx_detached_items_…', 'lmx_detached_vectors_…')
+        """
+        steps = self._remove_tenant_steps(tenant, keep=True)
+        return await self._run(steps, "detaching a tenant", autocommit=True)
+
+    def drop_tenant(self, tenant: str) -> None:
+        """:meth:`adrop_tenant` from sync code (the store's sync side)."""
+        steps = self._remove_tenant_steps(tenant, keep=False)
+        self._sync.run(steps, "dropping a tenant", autocommit=True)
+
+    def detach_tenant(self, tenant: str) -> tuple[str, str] | None:
+        """:meth:`adetach_tenant` from sync code (the store's sync side)."""
+        steps = self._remove_tenant_steps(tenant, keep=True)
+        return self._sync.run(steps, "detaching a tenant", autocommit=True)
+
+
+_CREATING = "creating a tenant's partition"
 
 
 class _SyncSide:
@@ -441,26 +510,36 @@ class _SyncSide:
             adapt(conn, self._store._info, self._store._dumper)  # type: ignore[arg-type]
             yield conn
 
-    def run(self, steps: Steps, where: str, note_lsn: bool = False) -> Any:
+    def run(self, steps: Steps, where: str, write: bool = True, autocommit: bool = False) -> Any:
+        """See :meth:`PostgresStore._run <langmem_ext.PostgresStore._run>`."""
         try:
             with self.connection() as conn:
-                with conn.transaction():
-                    out = drive(steps, conn)
-                replicas = self._store._replicas
-                if note_lsn and replicas is not None:
-                    replicas.wrote(conn.execute(LSN_QUERY).fetchone()[0])  # type: ignore[index]
+                out = run_on(conn, steps, autocommit)
+                if write:
+                    note_written(self._store, conn)
                 return out
         except psycopg.Error as e:
-            raise translate(e, where) from e
+            raise self._store._failed(e, where) from e
+
+    def ensure_tenants(self, prefixes: list[str]) -> None:
+        """See :meth:`PostgresStore._ensure_tenants`."""
+        if not prefixes:
+            return
+        if self._store._info is None:
+            with self.connection():
+                pass  # sets the store up: its partitioning is learnt there
+        wanted = self._store._tenants_wanted(prefixes)
+        if wanted:
+            self.run(self._store._tenant_steps(wanted), _CREATING, autocommit=True)
 
     def get_many(self, keys: Sequence[tuple[str, str, bytes]]) -> dict:
         if self._conn_pool() is None:
             return {}
-        return self.run(self._store._cache_get_steps(keys), "an embedding cache read")
+        return self.run(self._store._cache_get_steps(keys), "an embedding cache read", False)
 
     def put_many(self, entries: dict[tuple[str, str, bytes], np.ndarray]) -> None:
         if self._conn_pool() is not None:
-            self.run(self._store._cache_put_steps(entries), "an embedding cache write")
+            self.run(self._store._cache_put_steps(entries), "an embedding cache write", False)
 
     def close(self) -> None:
         if self._pool is not None:
