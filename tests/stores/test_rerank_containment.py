@@ -105,6 +105,32 @@ def test_a_hung_reranker_of_one_store_never_delays_another(kind, request, caplog
         b.close()
 
 
+def test_while_every_worker_holds_a_hung_call_searches_skip_the_reranker_at_once(caplog):
+    gate = threading.Event()
+
+    def hung(query, texts):
+        gate.wait(30)
+        return [0.0] * len(texts)
+
+    store = SQLiteStore(index={"fields": ["text"], "rerank": hung, "rerank_timeout": 0.2})
+    for i, t in enumerate(TEXTS):
+        store.put(("docs",), f"k{i:02d}", {"text": t})
+    try:
+        for _ in range(4):  # each waits its time, and leaves a worker held
+            store.search(("docs",), query="tea")
+        caplog.clear()
+        started = time.monotonic()
+        with caplog.at_level(logging.WARNING, logger="langmem_ext.stores"):
+            for _ in range(10):
+                store.search(("docs",), query="tea")
+            asyncio.run(store.asearch(("docs",), query="tea"))
+        assert time.monotonic() - started < 1.0  # not 11 x 0.2 s
+        assert len(_warnings(caplog)) == 11 and "is still busy" in caplog.text
+    finally:
+        gate.set()
+        store.close()
+
+
 def _ours():
     return {t.ident for t in threading.enumerate() if t.name.startswith("langmem-ext")}
 
