@@ -76,6 +76,8 @@ class ChatReranker:
             max_tokens=max_tokens,
             timeout=timeout,
             name="rank",
+            # A hung model holds at most this many threads, however many searches call it.
+            workers=4,
         )
 
     @property

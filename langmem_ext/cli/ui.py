@@ -44,6 +44,14 @@ def ui(
             help="Also answer to this host name (a reverse proxy's); repeat for several.",
         ),
     ] = None,
+    session_idle: Annotated[
+        float,
+        typer.Option(help="Minutes without use after which a browser must sign in again."),
+    ] = 30,
+    session_lifetime: Annotated[
+        float,
+        typer.Option(help="Minutes after signing in after which a browser must sign in again."),
+    ] = 720,
 ) -> None:
     """Browse, search, edit and forget memories in the web browser.
 
@@ -60,11 +68,23 @@ def ui(
     try:
         if allow_anonymous and user_id is None:
             raise typer.BadParameter("--allow-anonymous needs --user-id (the one local user)")
+        if not session_idle > 0 or not session_lifetime >= session_idle:
+            raise typer.BadParameter(
+                f"--session-idle ({session_idle:g}) must be over 0 minutes and at most "
+                f"--session-lifetime ({session_lifetime:g})"
+            )
         known = None if allow_anonymous else Callers.load(callers)
         caller = MemoryContext(user_id=user_id) if allow_anonymous else None
         with open_store(db, embed=None if embed == "none" else embed) as store:
             hosts = allowed_hosts(host, allowed_host or [])
-            app = create_ui_app(store, callers=known, caller=caller, allowed_hosts=hosts)
+            app = create_ui_app(
+                store,
+                callers=known,
+                caller=caller,
+                allowed_hosts=hosts,
+                session_idle=session_idle * 60,
+                session_lifetime=session_lifetime * 60,
+            )
             typer.echo(f"memory browser on http://{host}:{port}/ (Ctrl+C stops it)")
             uvicorn.run(app, host=host, port=port, log_level="warning")
     except LangmemError as e:

@@ -274,6 +274,8 @@ def value_problem(cls: type[MemoryRecord], value: dict[str, Any]) -> str | None:
     for name, (ok, want) in _checks(cls).items():  # type: ignore[arg-type]
         if name in value and not ok(value[name]):
             return f"{name} must be {want}, got {shown(value[name])}"
+    if cls is not Note and "content" not in value:  # a note may lack it; engine records never
+        return "content is missing"
     if cls is Rule and value.get("maturity", "candidate") not in policy.RULE_DECAY_RATES:
         return f"maturity must be one of {', '.join(policy.RULE_DECAY_RATES)}"
     return None

@@ -20,7 +20,10 @@ checks and the same errors (shown on the page, with their code):
 * ``/export`` — the caller's memories as JSON Lines.
 
 Forms carry a per-session token, and the app answers only its own host names
-and same-site forms (:mod:`.hosts`).
+and same-site forms (:mod:`.hosts`). A session ends after ``session_idle``
+seconds without a request (30 minutes), ``session_lifetime`` seconds after
+signing in (12 hours), or at sign-out; the browser is then asked to sign in
+again (:mod:`._ui_sessions`).
 
 Examples:
     >>> from starlette.testclient import TestClient
@@ -34,9 +37,8 @@ Examples:
 from __future__ import annotations
 
 import hmac
-import secrets
+import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -56,6 +58,7 @@ from ..engine.env import not_found
 from ..engine.operations import OPERATIONS
 from ..errors import AuthenticationError, LangmemError, MemoryNotFoundError, TenantAccessError
 from ._ui_forms import changed_fields, export_own, forget_effect, form_fields, form_values
+from ._ui_sessions import DEFAULT_IDLE, DEFAULT_LIFETIME, Sessions, ended_message
 from .callers import Callers
 from .hosts import LOOPBACK, SameSiteOnly, check_host_names
 
@@ -65,30 +68,6 @@ _COOKIE = "lmx_session"
 _TYPES = ("fact", "rule", "episode", "note")
 _NEW = {"fact": "store_fact", "rule": "store_rule", "episode": "store_episode"}
 _TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates" / "ui"))
-
-
-@dataclass
-class _Session:
-    caller: MemoryContext
-    csrf: str
-
-
-class _Sessions:
-    """Signed-in browsers: a random session id (the cookie) → the caller."""
-
-    def __init__(self) -> None:
-        self._by_id: dict[str, _Session] = {}
-
-    def open(self, caller: MemoryContext) -> str:
-        sid = secrets.token_urlsafe(32)
-        self._by_id[sid] = _Session(caller, secrets.token_urlsafe(32))
-        return sid
-
-    def get(self, sid: str | None) -> _Session | None:
-        return self._by_id.get(sid) if sid else None
-
-    def close(self, sid: str | None) -> None:
-        self._by_id.pop(sid or "", None)
 
 
 def _status(e: LangmemError) -> int:
@@ -105,6 +84,9 @@ def create_ui_app(
     callers: Callers | None = None,
     caller: MemoryContext | None = None,
     allowed_hosts: Sequence[str] = LOOPBACK,
+    session_idle: float = DEFAULT_IDLE,
+    session_lifetime: float = DEFAULT_LIFETIME,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Starlette:
     """The memory browser as an ASGI app.
 
@@ -117,6 +99,11 @@ def create_ui_app(
             machine's loopback names). Requests for any other name are refused,
             so a web page cannot reach the browser by making its own domain
             resolve to 127.0.0.1; add a reverse proxy's name here.
+        session_idle: seconds without a request after which a browser must
+            sign in again (default 30 minutes).
+        session_lifetime: seconds after signing in after which a browser
+            must sign in again, however active (default 12 hours).
+        clock: monotonic seconds for the session limits (tests pass a fake one).
 
     Examples:
         >>> from langmem_ext import SQLiteStore
@@ -128,8 +115,8 @@ def create_ui_app(
             "give either callers= (each browser signs in with a token) or caller= "
             "(one local user, no sign-in)"
         )
+    sessions = Sessions(session_idle, session_lifetime, clock)
     engine = MemoryEngine(store)
-    sessions = _Sessions()
 
     async def act(name: str, who: MemoryContext, **args: Any) -> Any:
         """Run a catalogue operation as the signed-in caller."""
@@ -137,7 +124,7 @@ def create_ui_app(
         return await engine.arun(spec.start(engine, who, args), spec.name)
 
     def page(request: Request, name: str, status: int = 200, **context: Any) -> Response:
-        s = sessions.get(request.cookies.get(_COOKIE))
+        s = sessions.peek(request.cookies.get(_COOKIE))
         context.update(request=request, who=s.caller if s else None, csrf=s.csrf if s else "")
         return _TEMPLATES.TemplateResponse(request, name, context, status_code=status)
 
@@ -148,14 +135,19 @@ def create_ui_app(
 
     def signed_in(handler: Handler) -> Handler:
         async def wrapped(request: Request) -> Response:
-            s = sessions.get(request.cookies.get(_COOKIE))
+            s, ended = sessions.use(request.cookies.get(_COOKIE))
             if s is None and caller is not None:
                 # One local user: a session is opened on the first visit so
                 # forms still carry a token against cross-site requests. The
                 # redirect is relative: never built from the request's Host.
                 back = request.url.path + (f"?{request.url.query}" if request.url.query else "")
                 response = RedirectResponse(back, status_code=303)
-                _set_cookie(response, sessions.open(caller))
+                _set_cookie(response, sessions.open(caller), sessions.lifetime)
+                return response
+            if s is None and ended is not None:
+                # Not an error: the sign-in page, saying why (a form sent now is dropped).
+                response = RedirectResponse(f"/login?ended={ended}", status_code=303)
+                response.delete_cookie(_COOKIE, path="/")
                 return response
             if s is None:
                 return page(request, "login.html", status=401, error=None)
@@ -174,22 +166,26 @@ def create_ui_app(
 
     async def login(request: Request) -> Response:
         if request.method == "GET":
-            return page(request, "login.html", error=None)
+            why = request.query_params.get("ended")
+            notice = ended_message(why, sessions.idle, sessions.lifetime)
+            return page(request, "login.html", error=None, notice=notice)
         form = await request.form()
         try:
             assert callers is not None
             who = callers.authenticate(f"Bearer {form.get('token', '')}")
         except (AuthenticationError, AssertionError):
             return page(request, "login.html", status=401, error="unknown token")
+        # A new id at every sign-in; the browser's previous session ends.
+        sessions.close(request.cookies.get(_COOKIE))
         response = RedirectResponse("/", status_code=303)
-        _set_cookie(response, sessions.open(who))
+        _set_cookie(response, sessions.open(who), sessions.lifetime)
         return response
 
     @signed_in
     async def logout(request: Request, who: MemoryContext, form: Any) -> Response:
         sessions.close(request.cookies.get(_COOKIE))
         response = RedirectResponse("/login", status_code=303)
-        response.delete_cookie(_COOKIE)
+        response.delete_cookie(_COOKIE, path="/")
         return response
 
     @signed_in
@@ -318,8 +314,14 @@ def create_ui_app(
         Route("/memory/{id:path}", show),
     ]
     hosts = check_host_names(allowed_hosts)
-    return Starlette(routes=routes, middleware=[Middleware(SameSiteOnly, hosts=hosts)])
+    app = Starlette(routes=routes, middleware=[Middleware(SameSiteOnly, hosts=hosts)])
+    app.state.sessions = sessions
+    return app
 
 
-def _set_cookie(response: Response, sid: str) -> None:
-    response.set_cookie(_COOKIE, sid, httponly=True, samesite="strict", path="/")
+def _set_cookie(response: Response, sid: str, lifetime: float) -> None:
+    # The browser drops the cookie at the session's end too; the server's
+    # table is what decides, so a copied cookie gains nothing from its age.
+    response.set_cookie(
+        _COOKIE, sid, max_age=int(lifetime), httponly=True, samesite="strict", path="/"
+    )

@@ -12,8 +12,25 @@ cosine, asked for on purpose), are untouched. Everything that searches
 through the store (engine recall, the memory tools and prompt, MCP, the
 browser) gets the stage.
 
-If ``R`` fails or takes longer than ``rerank_timeout`` seconds (default 10),
-the search returns the store's own order, with one logged warning.
+If ``R`` fails (whatever it raises, ``SystemExit`` and its own
+``CancelledError`` included), answers with anything but one finite score per
+candidate (or a document twice), or takes longer than ``rerank_timeout``
+seconds (default 10), the search returns the store's own order, with one
+logged warning. ``R`` gets copies of the candidates' texts.
+
+Each store re-ranks on workers of its own (:data:`WORKERS` daemon threads,
+started when needed, gone after a while idle), so a re-ranker that hangs in
+one store never delays another store's searches; ``async`` re-rankers (and
+compressors with their own ``acompress_documents``) run on the searching
+task's event loop instead. A synchronous call past its time cannot be
+stopped: it keeps its worker until it returns, and while every worker of the
+store is held by such a call, searches skip the re-ranker at once rather than
+wait. Cancelling an async search cancels its re-ranker call and propagates.
+A ``KeyboardInterrupt`` raised inside the re-ranker is contained like any
+other exception, except where it may be the user's Ctrl-C: an ``async``
+re-ranker on the main thread while Python's own SIGINT handler is installed
+(an event loop not run by ``asyncio.run``); there it propagates, so Ctrl-C
+still stops the program. Worker threads never receive Ctrl-C.
 
 Examples:
     >>> from langmem_ext import SQLiteStore
@@ -30,28 +47,32 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import functools
 import inspect
 import logging
 import math
+import numbers
+import signal
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langgraph.store.base import SearchItem, SearchOp
 
+from .._workers import Workers
 from ..errors import ConfigurationError
 from ._ops import HybridSearchOp
 from .feedback import QueryFeedback
 
-__all__ = ["Reranker", "reranker_from"]
+__all__ = ["WORKERS", "Reranker", "reranker_from"]
 
 logger = logging.getLogger("langmem_ext.stores")
 
 DEFAULT_CANDIDATES = 20
 DEFAULT_TIMEOUT = 10.0
+#: Worker threads each store re-ranks on, at most.
+WORKERS = 4
 _KEYS = ("rerank", "rerank_candidates", "rerank_timeout")
-_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="lmx-rerank")
 
 
 def reranker_from(index: Any) -> tuple[Any, Reranker | None]:
@@ -90,12 +111,17 @@ def reranker_from(index: Any) -> tuple[Any, Reranker | None]:
 
 
 class Reranker:
-    """The stage: which searches it widens, and how it reorders their results."""
+    """The stage: which searches it widens, and how it reorders their results.
+    One per store, with the store's own workers."""
 
     def __init__(self, rerank: Any, candidates: int, timeout: float) -> None:
         self.rerank = rerank
         self.candidates = candidates
         self.timeout = timeout
+        self._workers = Workers(WORKERS, "langmem-ext-rerank")
+        # Calls on an event loop that outlived their search: kept referenced
+        # until they end (a loop holds only weak references to its tasks).
+        self._late: set[asyncio.Future[Any]] = set()
 
     def widen(self, ops: list[Any], default_mode: str) -> tuple[list[Any], dict[int, Any]]:
         """``ops`` with each search to re-rank asking for the candidates from
@@ -117,12 +143,16 @@ class Reranker:
             return items
         texts = [text(it.value) for it in items]
         if isinstance(self.rerank, QueryFeedback):
-            return _page(op, items, self._feedback(op.query, texts, items))
+            return self._feedback(op, texts, items)
+        if self._workers.stuck(self.timeout):
+            return self._fallback(op, items, _Stuck())
+        future = self._workers.submit(self._scores_sync, op.query, list(texts))
         try:
-            future = _POOL.submit(_own(self._scores_sync), op.query, texts)
             order = future.result(timeout=self.timeout)
-        except Exception as e:
+        except (_RerankerFailed, concurrent.futures.TimeoutError) as e:
             return self._fallback(op, items, e)
+        finally:
+            future.cancel()  # still queued: it never runs (no effect once it has run)
         return _page(op, items, order)
 
     async def aapply(
@@ -133,47 +163,117 @@ class Reranker:
             return items
         texts = [text(it.value) for it in items]
         if isinstance(self.rerank, QueryFeedback):
-            return _page(op, items, self._feedback(op.query, texts, items))
+            return self._feedback(op, texts, items)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
         try:
-            order = await asyncio.wait_for(_aown(self._scores_async)(op.query, texts), self.timeout)
+            if self._on_loop():
+                call = self._task(self._scores_async(op.query, list(texts)))
+                got = await self._within(call, deadline)
+            else:
+                if self._workers.stuck(self.timeout):
+                    raise _Stuck()
+                submitted = self._workers.submit(self._first, op.query, list(texts))
+                got = await self._within(asyncio.wrap_future(submitted), deadline)
+                if isinstance(got, _Pending):  # a plain function that returned an awaitable
+                    got = await self._within(self._task(_scores_of(got)), deadline)
+        except (_RerankerFailed, _Stuck, TimeoutError) as e:
+            return self._fallback(op, items, e)
+        return _page(op, items, got)
+
+    def _feedback(self, op: Any, texts: list[str], items: list[SearchItem]) -> list[Any]:
+        # Pure arithmetic over the candidates, microseconds: run in place, no time-out.
+        scores = [it.score if it.score is not None else 0.0 for it in items]
+        try:
+            order = _from_scores(self.rerank.rescore(op.query, list(texts), scores), len(texts))
         except Exception as e:
             return self._fallback(op, items, e)
         return _page(op, items, order)
 
-    def _feedback(
-        self, query: str, texts: list[str], items: list[SearchItem]
-    ) -> list[tuple[int, float]]:
-        # Pure arithmetic over the candidates, microseconds: run in place, no time-out.
-        scores = [it.score if it.score is not None else 0.0 for it in items]
-        return _from_scores(self.rerank.rescore(query, texts, scores), len(texts))
+    # -- running the re-ranker -------------------------------------------------------
 
-    # -- the two kinds of re-ranker ---------------------------------------------
+    def _on_loop(self) -> bool:
+        """Whether the re-ranker is async itself (runs on the caller's loop)."""
+        r = self.rerank
+        if isinstance(r, BaseDocumentCompressor):
+            # The base class's acompress_documents runs the sync one on the
+            # loop's default executor, shared by everything: ours instead.
+            own = type(r).acompress_documents is not BaseDocumentCompressor.acompress_documents
+            return own
+        return inspect.iscoroutinefunction(r) or inspect.iscoroutinefunction(
+            getattr(r, "__call__", None)  # noqa: B004 -- an object with async __call__
+        )
+
+    def _first(self, query: str, texts: list[str]) -> Any:
+        """On a worker: the order, or a :class:`_Pending` awaitable. Whatever
+        the re-ranker raises comes back as :class:`_RerankerFailed`."""
+        n = len(texts)  # before the re-ranker sees (and may change) its copy
+        try:
+            if isinstance(self.rerank, BaseDocumentCompressor):
+                return _from_docs(self.rerank.compress_documents(_docs(texts), query), n)
+            got = self.rerank(query, texts)
+            if inspect.isawaitable(got):
+                return _Pending(got, n)
+            return _from_scores(got, n)
+        except BaseException as e:  # a worker never gets Ctrl-C: all of it is the re-ranker's
+            raise _RerankerFailed() from e
 
     def _scores_sync(self, query: str, texts: list[str]) -> list[tuple[int, float]]:
-        if isinstance(self.rerank, BaseDocumentCompressor):
-            docs = self.rerank.compress_documents(_docs(texts), query)
-            return _from_docs(docs, len(texts))
-        got = self.rerank(query, texts)
-        if inspect.isawaitable(got):
-            got = asyncio.run(_awaited(got))
-        return _from_scores(got, len(texts))
+        got = self._first(query, texts)
+        if isinstance(got, _Pending):
+            try:
+                return asyncio.run(_scores_of(got))
+            except _RerankerFailed:
+                raise
+            except BaseException as e:
+                raise _RerankerFailed() from e
+        return got
 
     async def _scores_async(self, query: str, texts: list[str]) -> list[tuple[int, float]]:
-        if isinstance(self.rerank, BaseDocumentCompressor):
-            docs = await self.rerank.acompress_documents(_docs(texts), query)
-            return _from_docs(docs, len(texts))
-        if inspect.iscoroutinefunction(self.rerank):
-            return _from_scores(await self.rerank(query, texts), len(texts))
-        loop = asyncio.get_running_loop()
-        got = await loop.run_in_executor(_POOL, functools.partial(self.rerank, query, texts))
-        if inspect.isawaitable(got):
-            got = await got
-        return _from_scores(got, len(texts))
+        n = len(texts)
+        try:
+            if isinstance(self.rerank, BaseDocumentCompressor):
+                docs = await self.rerank.acompress_documents(_docs(texts), query)
+                return _from_docs(docs, n)
+            got = self.rerank(query, texts)
+            return _from_scores(await got, n)
+        except asyncio.CancelledError:
+            raise  # the task ends cancelled; _within tells whose cancellation it was
+        except BaseException as e:
+            if isinstance(e, KeyboardInterrupt) and _may_be_ctrl_c():
+                raise
+            raise _RerankerFailed() from e
+
+    def _task(self, coro: Any) -> asyncio.Future[Any]:
+        task = asyncio.ensure_future(coro)
+        self._late.add(task)
+        task.add_done_callback(_forget(self._late))
+        return task
+
+    async def _within(self, call: asyncio.Future[Any], deadline: float) -> Any:
+        """``call``'s result by ``deadline``; cancelling the search cancels it."""
+        left = max(0.0, deadline - asyncio.get_running_loop().time())
+        try:
+            done, _ = await asyncio.wait({call}, timeout=left)
+        except BaseException:
+            call.cancel()  # the search itself was cancelled: so is its re-ranker call
+            raise
+        if not done:
+            call.cancel()
+            raise TimeoutError()
+        if call.cancelled():  # and not by us: the re-ranker raised CancelledError itself
+            raise _RerankerFailed() from asyncio.CancelledError("raised by the re-ranker")
+        return call.result()
 
     def _fallback(self, op: Any, items: list[SearchItem], error: BaseException) -> list[Any]:
         if isinstance(error, _RerankerFailed):
             cause = error.__cause__
             why = f"failed ({type(cause).__name__}: {cause})"
+        elif isinstance(error, _Stuck):
+            why = (
+                f"is still busy: all {WORKERS} of this store's re-ranking workers hold calls "
+                f"older than rerank_timeout ({self.timeout:.1f} s)"
+            )
         elif isinstance(error, TimeoutError | concurrent.futures.TimeoutError):
             why = f"took longer than rerank_timeout ({self.timeout:.1f} s)"
         else:
@@ -184,33 +284,48 @@ class Reranker:
 
 class _RerankerFailed(Exception):
     """What the re-ranker itself raised (its own time-outs too), told apart
-    from the stage's time-out."""
+    from the stage's time-out and from the search's own cancellation."""
 
 
-def _own(fn: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(fn)
-    def run(*args: Any) -> Any:
-        try:
-            return fn(*args)
-        except Exception as e:
-            raise _RerankerFailed() from e
-
-    return run
+class _Stuck(Exception):
+    """Every worker of the store holds a call past its time."""
 
 
-def _aown(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-    @functools.wraps(fn)
-    async def run(*args: Any) -> Any:
-        try:
-            return await fn(*args)
-        except Exception as e:
-            raise _RerankerFailed() from e
+class _Pending:
+    """An awaitable a plain re-ranker function returned, and the candidates' count."""
 
-    return run
+    def __init__(self, awaitable: Awaitable[Any], n: int) -> None:
+        self.awaitable, self.n = awaitable, n
 
 
-async def _awaited(value: Awaitable[Any]) -> Any:
-    return await value
+async def _scores_of(pending: _Pending) -> list[tuple[int, float]]:
+    try:
+        return _from_scores(await pending.awaitable, pending.n)
+    except asyncio.CancelledError:
+        raise
+    except BaseException as e:
+        if isinstance(e, KeyboardInterrupt) and _may_be_ctrl_c():
+            raise
+        raise _RerankerFailed() from e
+
+
+def _may_be_ctrl_c() -> bool:
+    """Whether a KeyboardInterrupt here may be the user's Ctrl-C: Python raises
+    it wherever the main thread is, while its own SIGINT handler is installed
+    (``asyncio.run`` replaces that handler with one that cancels the task)."""
+    return (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    )
+
+
+def _forget(late: set[asyncio.Future[Any]]) -> Callable[[asyncio.Future[Any]], None]:
+    def done(task: asyncio.Future[Any]) -> None:
+        late.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: a call that outlived its search logs nothing more
+
+    return done
 
 
 def _docs(texts: Sequence[str]) -> list[Document]:
@@ -220,12 +335,22 @@ def _docs(texts: Sequence[str]) -> list[Document]:
 def _from_docs(docs: Sequence[Document], n: int) -> list[tuple[int, float]]:
     """(position, score) in the compressor's order; its ``relevance_score`` when given."""
     out = []
+    seen: set[int] = set()
     for rank, d in enumerate(docs):
         i = d.metadata.get("lmx_position")
-        if not isinstance(i, int) or not 0 <= i < n:
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n:
             raise ValueError("the compressor returned a document it was not given")
+        if i in seen:
+            raise ValueError(f"the compressor returned candidate {i} twice")
+        seen.add(i)
         score = d.metadata.get("relevance_score")
-        out.append((i, float(score) if isinstance(score, int | float) else 1.0 - rank / n))
+        if isinstance(score, numbers.Real) and not isinstance(score, bool):
+            value = float(score)
+            if not math.isfinite(value):
+                raise ValueError(f"the compressor gave candidate {i} the score {value}")
+        else:
+            value = 1.0 - rank / n
+        out.append((i, value))
     return out
 
 

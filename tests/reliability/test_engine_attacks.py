@@ -167,6 +167,8 @@ MALFORMED = [
     ("created_at number", {"kind": "fact", "content": "Likes tea", "created_at": 5}),
     ("tags text", {"kind": "fact", "content": "Likes tea", "tags": "x"}),
     ("content null", {"kind": "fact", "content": None, "confidence": 0.9}),
+    ("content missing", {"kind": "fact"}),
+    ("rule without content", {"kind": "rule", "maturity": "candidate"}),
     ("provenance list", {"kind": "fact", "content": "Likes tea", "provenance": [1]}),
     ("metadata text", {"kind": "fact", "content": "Likes tea", "metadata": "m"}),
     ("confirmed not a date", {"kind": "fact", "content": "Likes tea", "last_confirmed_at": "x"}),

@@ -33,6 +33,7 @@ Examples:
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import logging
 import re
@@ -44,6 +45,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 
+from ..._workers import Workers
 from ...engine.requests import Call, Operation
 from .replies import MalformedOutput, cut_off, decode, json_in, short, unclosed
 from .screen import cut
@@ -174,6 +176,11 @@ class ModelCalls:
         max_tokens: output cap of each call (None: the model's own setting).
         timeout: seconds each call may take (None: no limit).
         name: the run name the calls carry.
+        workers: run sync calls with a time limit on at most this many threads
+            of this instance's own (None: a thread per call). A call past its
+            time keeps its thread until it returns: with a bound, calls to a
+            model that never answers hold at most ``workers`` threads, however
+            many are made.
 
     Examples:
         >>> calls = ModelCalls("openai:gpt-4o-mini", method="auto", shapes=("tool", "json"))
@@ -190,6 +197,7 @@ class ModelCalls:
         max_tokens: int | None = None,
         timeout: float | None = None,
         name: str = "extract",
+        workers: int | None = None,
     ) -> None:
         self._model = model
         self.method = method
@@ -200,6 +208,7 @@ class ModelCalls:
         self.name = name
         self.calls = 0
         self._lock = threading.Lock()
+        self._workers = None if workers is None else Workers(workers, f"langmem-ext-{name}")
 
     @property
     def model(self) -> BaseChatModel:
@@ -305,6 +314,12 @@ class ModelCalls:
             context = _fresh_context()
             if self.timeout is None:
                 return context.run(bound.invoke, payload, config=config)
+            if self._workers is not None:
+                future = self._workers.submit(context.run, bound.invoke, payload, config)
+                if not concurrent.futures.wait([future], self.timeout).done:
+                    future.cancel()  # still queued behind hung calls: it never runs
+                    raise TimeoutError(f"{self.name} call took over {self.timeout:g} s")
+                return future.result()
             # A thread of its own, so a call that never returns frees the
             # reflection worker after ``timeout`` (clients given the timeout
             # also drop the request itself; others finish in the background).
