@@ -121,6 +121,28 @@ def test_concurrent_async_saves_each_keep_their_version(spec):
     assert_complete(spec, acknowledged, 20)
 
 
+def test_concurrent_saves_on_the_async_postgres_store_each_keep_their_version(pg_server):
+    """AsyncPostgresStore merges concurrent calls into shared transactions
+    (reads before writes): the numbering holds there too."""
+    from langmem_ext.stores.postgres import AsyncPostgresStore
+
+    async def run() -> tuple[list[tuple[int, str]], list[dict[str, Any]]]:
+        store = AsyncPostgresStore(pg_server.fresh_schema())
+        await store.setup()
+        try:
+            prompts = PromptVersions(store, namespace=NAMESPACE)
+            texts = [f"async save {i}" for i in range(20)]
+            numbers = await asyncio.gather(*(prompts.asave("main", t, ADA) for t in texts))
+            return list(zip(numbers, texts, strict=True)), await prompts.ahistory("main", ADA)
+        finally:
+            await store.aclose()
+
+    acknowledged, history = asyncio.run(run())
+    by_number = {v["version"]: v["prompt"] for v in history}
+    assert sorted(by_number) == list(range(1, 21))
+    assert all(by_number[n] == text for n, text in acknowledged)
+
+
 def test_concurrent_optimizations_in_threads_each_keep_their_version(spec):
     store = open_store(spec)
     try:
