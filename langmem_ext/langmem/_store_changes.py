@@ -10,7 +10,9 @@ model decided to :func:`apply_changes`, which
 * plans every write through the engine — new notes, in-place updates, a fact's
   successor with the old fact archived as superseded, deletions, the default
   memory — each with its audit event, validating all of them (a memory that
-  is too long is refused here, before anything is written);
+  is too long, or whose content is empty — blank text, ``{}``, an object of
+  blank fields — is refused here, ``INVALID_VALUE``, before anything is
+  written);
 * makes them in **one** store batch, which our stores run as one transaction:
   a model error, a refused memory or a store refusing the batch leaves the
   user's memories exactly as they were.
@@ -36,6 +38,7 @@ from ..engine.models import Fact, MemoryRecord, Note
 from ..engine.requests import Batch, Operation
 from ..errors import MemoryNotFoundError
 from .managers import ExtractedMemory, RemoveDoc
+from .schemas import refuse_empty
 
 __all__ = ["apply_changes"]
 
@@ -71,6 +74,7 @@ def apply_changes(
     current = dict(zip(stored, (yield from load_many(env, None, stored, archived=False))))
     puts: list[PutOp] = []
     if default is not None:
+        refuse_empty(default.id, default.content)
         puts += [env.put(default), env.event(default, "created", reason="default")]
         current[default.id] = default
     made: list[dict[str, Any]] = []
@@ -90,6 +94,7 @@ def apply_changes(
             continue  # an existing memory the model left as it was
         kind = type(content).__name__
         value = content.model_dump(mode="json")
+        refuse_empty(mid, value)
         if seen is None:
             note = Note(**add_fields(env, value, None, "global", None), stored_kind=kind)
             note.id = mid

@@ -70,6 +70,7 @@ from .schemas import (
     RemoveDoc,
     SummarizeThread,
     conversation,
+    refuse_empty,
     rejects_tool_shape,
 )
 
@@ -196,6 +197,9 @@ class MemoryManager(OnModelCalls, Runnable[dict[str, Any], list[ExtractedMemory]
             got = yield from self._one_step(transcript, current, step, max_steps, config)
             if got is None:
                 break
+            for mid, memory in got.items():
+                if not isinstance(memory, RemoveDoc):
+                    refuse_empty(mid, memory)  # as every writer of the engine refuses it
             results.update(got)
             current = [
                 _Existing(i, type(v).__name__, v)

@@ -5,9 +5,27 @@ and feedback that produced each version, rollback to any version, and a
 
 Each version is one store item, key ``"{name}:v{n}"`` (``n`` from 1, zero
 padded), value ``{"kind": "prompt_version", "name", "version", "prompt",
-"reason", "trajectories", "created_at"}``. A version is never changed or
-deleted: a rollback writes a new version with the old text. Sync and async
-share one body.
+"reason", "trajectories", "created_at", "namespace"}``. A version is never
+changed or deleted: a rollback writes a new version with the old text. Sync
+and async share one body.
+
+* **Exactly one namespace.** A namespace's versions are the items *in* it:
+  with an organisation's prompts at ``("prompts", "{org_id}")`` and its
+  members' at ``("prompts", "{org_id}", "{user_id}")``, the organisation's
+  history, current version, rollback, optimization and middleware never see
+  a member's versions (a store search reads a whole prefix; they are left out).
+* **Exact numbers under concurrency.** Saves, optimizations and rollbacks
+  running at once, in threads or processes, each get a number of their own;
+  none overwrites another (see :mod:`._version_numbers`: a number is claimed,
+  checked and only then written, on any store).
+* **Damaged versions** (an item another program wrote under a version key with
+  no text ``prompt``, or a ``version`` that is not its key's number) are
+  skipped by :meth:`~PromptVersions.current`, the middleware and the
+  optimizer, logged once per process, listed by
+  :meth:`~PromptVersions.history` marked ``"damaged": True`` (with the
+  ``problem`` and the stored ``value``), refused by
+  :meth:`~PromptVersions.rollback`, and never overwritten: the next version
+  takes the next free number.
 
 Examples:
     >>> from langmem_ext import SQLiteStore
@@ -23,6 +41,7 @@ Examples:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
@@ -30,17 +49,27 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import SystemMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp
+from langgraph.store.base import BaseStore, GetOp, Item, SearchOp
 
 from .._langgraph import current_config
 from ..engine import NamespaceTemplate
+from ..engine.checks import shown
+from ..engine.decode import warn_once
 from ..engine.requests import Batch, Operation, run_async, run_sync
-from ..errors import ConfigurationError, InvalidValueError, MemoryNotFoundError
+from ..errors import (
+    ConfigurationError,
+    DamagedMemoryError,
+    InvalidValueError,
+    MemoryNotFoundError,
+)
+from ._version_numbers import claim_version, version_key
 from .optimizers import PromptOptimizer, _trajectories
 
 __all__ = ["PromptVersions"]
 
 _KIND = "prompt_version"
+_KEY = re.compile(r"(?P<name>[^:]+):v(?P<n>[0-9]+)")
+_PAGE = 500
 
 
 class PromptVersions:
@@ -64,16 +93,21 @@ class PromptVersions:
         return self.template(current_config(config))
 
     def _versions(self, name: str, ns: tuple[str, ...]) -> Operation[list[dict[str, Any]]]:
+        """Every version of ``name`` in ``ns`` itself, newest first, damaged ones marked."""
         _check_name(name)
-        found: list[dict[str, Any]] = []
+        found: dict[str, Item] = {}
         offset = 0
         while True:
             flt = {"kind": _KIND, "name": name}
-            [page] = yield Batch([SearchOp(ns, flt, 500, offset)])
-            found += [it.value for it in page]
-            if len(page) < 500:
-                return sorted(found, key=lambda v: -int(v["version"]))
-            offset += 500
+            [page] = yield Batch([SearchOp(ns, flt, _PAGE, offset)])
+            # A search reads the whole prefix: a member's versions under an
+            # organisation's namespace are the member's, not the organisation's.
+            found.update((it.key, it) for it in page if tuple(it.namespace) == ns)
+            if len(page) < _PAGE:
+                break
+            offset += _PAGE
+        versions = [_version(item, name) for item in found.values()]
+        return sorted(versions, key=lambda v: (v["version"] is None, -(v["version"] or 0)))
 
     def _save(
         self,
@@ -89,29 +123,45 @@ class PromptVersions:
             )
         ns = self._ns(config)
         versions = yield from self._versions(name, ns)
-        n = (int(versions[0]["version"]) if versions else 0) + 1
-        value = {
-            "kind": _KIND,
-            "name": name,
-            "version": n,
-            "prompt": prompt,
-            "reason": reason,
-            "trajectories": trajectories,
-            "created_at": datetime.now(timezone.utc).isoformat(),
-        }
-        yield Batch([PutOp(ns, f"{name}:v{n:06d}", value, index=False)])
-        return n
+        # Damaged versions count: their numbers are never given again.
+        first = 1 + max((v["version"] for v in versions if v["version"] is not None), default=0)
+
+        def value(n: int) -> dict[str, Any]:
+            return {
+                "kind": _KIND,
+                "name": name,
+                "version": n,
+                "prompt": prompt,
+                "reason": reason,
+                "trajectories": trajectories,
+                "created_at": datetime.now(timezone.utc).isoformat(),
+            }
+
+        return (yield from claim_version(ns, name, first, value))
 
     def _rollback(self, name: str, version: int, config: RunnableConfig | None) -> Operation[int]:
+        _check_name(name)
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise InvalidValueError(f"version must be a positive integer, got {shown(version)}")
         ns = self._ns(config)
-        [item] = yield Batch([GetOp(ns, f"{name}:v{int(version):06d}")])
+        [item] = yield Batch([GetOp(ns, version_key(name, version))])
         if item is None:
             raise MemoryNotFoundError(f"prompt {name!r} has no version {version}; see history()")
+        problem = _problem(item, name)
+        if problem is not None:
+            raise DamagedMemoryError(
+                f"version {version} of prompt {name!r} is damaged ({problem}); nothing was "
+                "saved: roll back to another version (see history())"
+            )
         return (
             yield from self._save(
                 name, item.value["prompt"], config, f"rollback to version {version}", None
             )
         )
+
+    def _current(self, name: str, ns: tuple[str, ...]) -> Operation[dict[str, Any] | None]:
+        versions = yield from self._versions(name, ns)
+        return next((v for v in versions if not v.get("damaged")), None)
 
     def _optimize(
         self,
@@ -120,11 +170,10 @@ class PromptVersions:
         trajectories: Any,
         config: RunnableConfig | None,
     ) -> Operation[str]:
-        ns = self._ns(config)
-        versions = yield from self._versions(name, ns)
-        if not versions:
+        current = yield from self._current(name, self._ns(config))
+        if current is None:
             raise MemoryNotFoundError(f"prompt {name!r} has no version yet; save() one first")
-        old = versions[0]["prompt"]
+        old = current["prompt"]
         new = yield from optimizer._steps({"trajectories": trajectories, "prompt": old})
         if new != old:
             yield from self._save(name, new, config, "optimized", _trajectories(trajectories))
@@ -133,7 +182,8 @@ class PromptVersions:
     # -- the faces ----------------------------------------------------------------------
 
     def save(self, name: str, prompt: str, config: RunnableConfig | None = None) -> int:
-        """Store ``prompt`` as the next version of ``name``; returns its number."""
+        """Store ``prompt`` as the next version of ``name``; returns its number
+        (a number of its own, whatever other writers save at the same time)."""
         return run_sync(self._save(name, prompt, config, "set", None), self.store)
 
     async def asave(self, name: str, prompt: str, config: RunnableConfig | None = None) -> int:
@@ -141,7 +191,9 @@ class PromptVersions:
         return await run_async(self._save(name, prompt, config, "set", None), self.store)
 
     def history(self, name: str, config: RunnableConfig | None = None) -> list[dict[str, Any]]:
-        """Every version of ``name``, newest first."""
+        """Every version of ``name`` in the namespace itself, newest first (a
+        damaged one marked ``"damaged": True``, with its ``problem`` and the
+        stored ``value``; its ``prompt`` is None)."""
         return run_sync(self._versions(name, self._ns(config)), self.store)
 
     async def ahistory(
@@ -153,19 +205,25 @@ class PromptVersions:
     def current(
         self, name: str, config: RunnableConfig | None = None, default: str | None = None
     ) -> str | None:
-        """The newest version's text (``default`` when there is none)."""
-        versions = self.history(name, config)
-        return versions[0]["prompt"] if versions else default
+        """The newest version's text (``default`` when there is none); a damaged
+        version is skipped."""
+        found = run_sync(self._current(name, self._ns(config)), self.store)
+        return found["prompt"] if found else default
 
     async def acurrent(
         self, name: str, config: RunnableConfig | None = None, default: str | None = None
     ) -> str | None:
         """Async :meth:`current`."""
-        versions = await self.ahistory(name, config)
-        return versions[0]["prompt"] if versions else default
+        found = await run_async(self._current(name, self._ns(config)), self.store)
+        return found["prompt"] if found else default
 
     def rollback(self, name: str, version: int, config: RunnableConfig | None = None) -> int:
-        """A new version with the text of ``version``; returns its number."""
+        """A new version with the text of ``version``; returns its number.
+
+        Raises:
+            MemoryNotFoundError: there is no such version.
+            DamagedMemoryError: that version is damaged (nothing is saved).
+        """
         return run_sync(self._rollback(name, version, config), self.store)
 
     async def arollback(self, name: str, version: int, config: RunnableConfig | None = None) -> int:
@@ -227,3 +285,51 @@ def _check_name(name: Any) -> None:
         raise InvalidValueError(
             f"a prompt name must be non-empty text without ':', got {name!r:.80}"
         )
+
+
+def _problem(item: Item, name: str) -> str | None:
+    """What makes ``item`` no valid version of ``name`` (None: it is one)."""
+    m = _KEY.fullmatch(item.key)
+    if m is None or m["name"] != name:
+        return f"its key {item.key!r} is not {name!r}:v<number>"
+    value = item.value
+    if not isinstance(value, dict):
+        return f"its value is not an object: {shown(value)}"
+    version = value.get("version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        return f"version must be an integer, got {shown(version)}"
+    if version != int(m["n"]):
+        return f"version {version} is not its key's number {int(m['n'])}"
+    prompt = value.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        return f"prompt must be non-empty text, got {shown(prompt)}"
+    return None
+
+
+def _version(item: Item, name: str) -> dict[str, Any]:
+    """A history entry: the stored value, or a damaged version marked as such."""
+    problem = _problem(item, name)
+    if problem is None:
+        return dict(item.value)
+    warn_once(
+        item,
+        "skipped damaged prompt version %s in %s: %s; it stays stored as it is (history() "
+        "lists it, the next version takes the next free number)",
+        item.key,
+        "/".join(item.namespace),
+        problem,
+    )
+    m = _KEY.fullmatch(item.key)
+    return {
+        "kind": _KIND,
+        "name": name,
+        "version": int(m["n"]) if m is not None and m["name"] == name else None,
+        "prompt": None,
+        "reason": None,
+        "trajectories": None,
+        "created_at": item.created_at.isoformat(),
+        "damaged": True,
+        "problem": problem,
+        "key": item.key,
+        "value": item.value,
+    }

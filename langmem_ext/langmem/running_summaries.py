@@ -6,6 +6,12 @@ reads the thread's summary from the store when the state has none, and writes
 it each time it changes, under the key ``thread_id`` of the run's config. The
 store is the one given (``store=``) or the graph's.
 
+A stored summary that is damaged (written by another program: ``summary`` not
+text, ``summarized_message_ids`` not a list of texts, a
+``last_summarized_message_id`` that is not text) is skipped, logged once per
+process: the thread is summarized as if it had none, and the next summary
+replaces it.
+
 Examples:
     >>> from langmem_ext import SQLiteStore
     >>> from langmem_ext.engine.requests import run_sync
@@ -23,6 +29,8 @@ from typing import Any
 
 from langgraph.store.base import BaseStore, GetOp, PutOp
 
+from ..engine.checks import shown
+from ..engine.decode import warn_once
 from ..engine.namespaces import NamespaceTemplate
 from ..engine.requests import Batch, Operation
 from ..errors import ConfigurationError
@@ -64,16 +72,27 @@ class SummaryPlace:
         return self.template(config), str(thread)
 
     def load(self, config: Any) -> Operation[Any]:
-        """The thread's stored summary, or None."""
+        """The thread's stored summary, or None (none stored, or damaged)."""
         from .summarization import RunningSummary
 
         ns, key = self._where(config)
         (item,) = yield Batch([GetOp(ns, key)])
         if item is None:
             return None
+        problem = _problem(item.value)
+        if problem is not None:
+            warn_once(
+                item,
+                "skipped damaged running summary %s in %s: %s; the thread is summarized "
+                "without it, and its next summary replaces it",
+                key,
+                "/".join(ns),
+                problem,
+            )
+            return None
         v = item.value
         return RunningSummary(
-            summary=str(v.get("summary", "")),
+            summary=v.get("summary", ""),
             summarized_message_ids=set(v.get("summarized_message_ids") or ()),
             last_summarized_message_id=v.get("last_summarized_message_id"),
         )
@@ -88,3 +107,19 @@ class SummaryPlace:
             "last_summarized_message_id": summary.last_summarized_message_id,
         }
         yield Batch([PutOp(ns, key, value, index=False)])
+
+
+def _problem(value: Any) -> str | None:
+    """What makes a stored value no running summary (None: it is one)."""
+    if not isinstance(value, dict):
+        return f"its value is not an object: {shown(value)}"
+    summary = value.get("summary", "")
+    if not isinstance(summary, str):
+        return f"summary must be text, got {shown(summary)}"
+    ids = value.get("summarized_message_ids") or []
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        return f"summarized_message_ids must be a list of texts, got {shown(ids)}"
+    last = value.get("last_summarized_message_id")
+    if last is not None and not isinstance(last, str):
+        return f"last_summarized_message_id must be text or null, got {shown(last)}"
+    return None

@@ -17,6 +17,8 @@ from langchain_core.messages.utils import merge_message_runs
 from pydantic import BaseModel, Field
 
 from ..agents.reflection.calls import rejects_tool_shape
+from ..engine.checks import shown
+from ..errors import InvalidValueError
 
 __all__ = [
     "MEMORY_INSTRUCTIONS",
@@ -27,6 +29,8 @@ __all__ = [
     "RemoveDoc",
     "SummarizeThread",
     "conversation",
+    "is_empty",
+    "refuse_empty",
     "rejects_tool_shape",
 ]
 
@@ -90,3 +94,39 @@ the environment?
 Record memory content exactly as you'd want to recall it. Prefer dense, complete \
 memories over overlapping ones; nothing worth remembering forgotten, nothing false \
 remembered."""
+
+
+def is_empty(content: Any) -> bool:
+    """Whether a memory's content says nothing: None, blank text, or an object
+    or list holding only such values (``{}``, ``{"content": " "}``,
+    ``{"topic": None, "tags": []}``). Numbers and booleans say something.
+
+    Examples:
+        >>> is_empty({"content": " "}), is_empty(Memory(content="")), is_empty({"n": 0})
+        (True, True, False)
+    """
+    todo = [content.model_dump(mode="json") if isinstance(content, BaseModel) else content]
+    while todo:  # a loop, not recursion: a deeply nested value cannot overflow the stack
+        value = todo.pop()
+        if isinstance(value, str):
+            if value.strip():
+                return False
+        elif isinstance(value, dict):
+            todo += value.values()
+        elif isinstance(value, list | tuple):
+            todo += value
+        elif value is not None:
+            return False
+    return True
+
+
+def refuse_empty(id: str, content: Any) -> None:
+    """Raise :class:`~langmem_ext.errors.InvalidValueError` (``INVALID_VALUE``,
+    as the engine's writers do) when ``content`` :func:`is_empty`."""
+    if is_empty(content):
+        given = content.model_dump(mode="json") if isinstance(content, BaseModel) else content
+        raise InvalidValueError(
+            f"memory {id!r} would have empty content ({shown(given)}); "
+            "a memory must say something. Nothing was changed: run the manager again, or "
+            "let it delete the memory (enable_deletes=True) rather than empty it"
+        )

@@ -70,6 +70,7 @@ from .managers import (
     conversation,
 )
 from .queries import QueryWriter
+from .schemas import is_empty
 
 __all__ = ["MemoryPhase", "MemoryStoreManager", "create_memory_store_manager"]
 
@@ -139,6 +140,11 @@ class MemoryStoreManager(Runnable[dict[str, Any], list[dict[str, Any]]]):
         self.default_factory = default_factory
         if default is not None:
             coerced = self._coerce_default(default)
+            if is_empty(coerced):
+                raise ConfigurationError(
+                    f"default {default!r:.80} is empty; give a memory that says something, "
+                    "or no default"
+                )
             self.default_factory = lambda _config: coerced
         self.query_model = query_model
         self._query_writer = QueryWriter(query_model) if query_model is not None else None

@@ -1,6 +1,7 @@
 """LangMem's managers over the one memory, and their bad inputs: items written
 by the tools, by reflection or by other programs; a template key missing; a
-server that rejects every tool shape; updates of unknown ids."""
+server that rejects every tool shape; updates of unknown ids; memories with
+empty content, refused like every other writer refuses them."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import logging
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_openai import ChatOpenAI
+from pydantic import BaseModel
 
 from langmem_ext import (
     ConfigurationError,
+    InvalidValueError,
     MemoryEngine,
     SQLiteStore,
     create_manage_memory_tool,
@@ -167,3 +170,106 @@ def test_a_memory_with_unfilled_placeholder_text_is_not_kept(caplog):
     out = manager.invoke({"messages": [("user", "I like tea")]})
     assert [m.content.content for m in out] == ["Likes tea"]
     assert "example text" in caplog.text
+
+
+class Pref(BaseModel):
+    """A structured memory whose fields may all be left out."""
+
+    topic: str | None = None
+    note: str | None = None
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def both_stores(request):
+    if request.param == "sqlite":
+        s = SQLiteStore(index={"dims": 64, "embed": WordEmbeddings(64), "fields": ["content"]})
+    else:
+        from langmem_ext.stores.postgres import PostgresStore
+
+        s = PostgresStore(request.getfixturevalue("pg_server").fresh_schema())
+    yield s
+    s.close()
+
+
+def _everything(store) -> list[tuple]:
+    """Every item of every namespace (audit events included)."""
+    out = []
+    for ns in store.list_namespaces(limit=1000):
+        for item in store.search(ns, limit=1000):
+            if tuple(item.namespace) == tuple(ns):
+                out.append((tuple(item.namespace), item.key, item.value))
+    return sorted(out, key=repr)
+
+
+# (schemas, the memory first stored, what the model then asks for)
+EMPTY = {
+    "text update to ''": (None, {"content": "Likes tea"}, {"content": ""}),
+    "text update to blanks": (None, {"content": "Likes tea"}, {"content": " \n\t"}),
+    "text insert of ''": (None, None, {"content": ""}),
+    "structured update to {}": ([Pref], {"topic": "tea", "note": "likes it"}, {}),
+    "structured update to blanks": (
+        [Pref],
+        {"topic": "tea", "note": "x"},
+        {"topic": "", "note": " "},
+    ),
+    "structured insert of {}": ([Pref], None, {}),
+}
+
+
+@pytest.mark.parametrize("case", list(EMPTY))
+def test_the_store_manager_refuses_empty_content_and_stores_nothing(both_stores, case):
+    schemas, first, then = EMPTY[case]
+    kind = "Pref" if schemas else "Memory"
+    store = both_stores
+    seed = ScriptedExtractionModel([_manage({"kind": kind, "content": first})] if first else [])
+    made = []
+    if first:
+        manager = create_memory_store_manager(
+            seed, namespace=NS, store=store, schemas=schemas, method="tool"
+        )
+        made = manager.invoke({"messages": [("user", "hello")]}, ADA)
+    before = _everything(store)
+    target = {"id": made[0]["key"]} if made else {}
+    good = {"kind": kind, "content": {"topic": "chess"} if schemas else {"content": "Plays chess"}}
+    model = ScriptedExtractionModel([_manage({**target, "kind": kind, "content": then}, good)])
+    manager = create_memory_store_manager(
+        model, namespace=NS, store=store, schemas=schemas, method="tool"
+    )
+    with pytest.raises(InvalidValueError, match="empty") as refused:
+        manager.invoke({"messages": [("user", "forget it")]}, ADA)
+    assert refused.value.code == "INVALID_VALUE"
+    assert _everything(store) == before  # not even the good memory of the same run
+
+
+def test_a_tool_notes_update_to_empty_text_is_refused_the_same_way(both_stores):
+    tool = create_manage_memory_tool(NS, store=both_stores)
+    note_id = tool.invoke({"content": "Prefers window seats"}, ADA).split()[-1]
+    before = _everything(both_stores)
+    model = ScriptedExtractionModel(
+        [_manage({"id": note_id, "kind": "Memory", "content": {"content": "  "}})]
+    )
+    manager = create_memory_store_manager(model, namespace=NS, store=both_stores, method="tool")
+    with pytest.raises(InvalidValueError) as refused:
+        manager.invoke({"messages": [("user", "hi")]}, ADA)
+    assert refused.value.code == "INVALID_VALUE"
+    assert _everything(both_stores) == before
+
+
+def test_the_memory_manager_refuses_empty_content_it_is_given_by_the_model():
+    existing = [("m1", "Memory", {"content": "Likes coffee"})]
+    for content in ({"content": ""}, {"content": "   "}):
+        model = ScriptedExtractionModel(
+            [_manage({"id": "m1", "kind": "Memory", "content": content})]
+        )
+        manager = create_memory_manager(model, method="tool")
+        with pytest.raises(InvalidValueError, match="empty") as refused:
+            manager.invoke({"messages": [("user", "x")], "existing": existing})
+        assert refused.value.code == "INVALID_VALUE"
+    model = ScriptedExtractionModel([_manage({"kind": "Pref", "content": {}})])
+    with pytest.raises(InvalidValueError, match="empty"):
+        create_memory_manager(model, schemas=[Pref], method="tool").invoke({"messages": []})
+
+
+def test_an_empty_default_memory_is_refused_when_the_manager_is_made():
+    with pytest.raises(ConfigurationError, match="is empty"):
+        create_memory_store_manager(ScriptedExtractionModel([]), default="  ", namespace=NS)

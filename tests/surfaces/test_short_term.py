@@ -6,6 +6,7 @@ a failed summary call."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -261,6 +262,41 @@ def test_a_thread_resumed_on_another_worker_keeps_its_summary(asynchronous):
     )
     assert store.get(("summaries", "ada"), "t-1").value["summary"] == "they said hello, then more"
     assert store.get(("summaries", "bob"), "t-1") is None
+
+
+@pytest.mark.parametrize(
+    "damaged",
+    [
+        {"kind": "running_summary", "summary": "OLD-SUMMARY", "summarized_message_ids": 5},
+        {"kind": "running_summary", "summary": "OLD-SUMMARY", "summarized_message_ids": [["h0"]]},
+        {"kind": "running_summary", "summary": ["not", "text"], "summarized_message_ids": []},
+        {"summary": "OLD-SUMMARY", "summarized_message_ids": "h0", "last_summarized_message_id": 7},
+    ],
+)
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_damaged_stored_summary_is_skipped_then_replaced(backend, damaged, caplog, request):
+    """Written by another program (or an older one): the thread's summarization
+    goes on as if there were no stored summary, logs it once, and the next
+    summary replaces it."""
+    from langmem_ext import SQLiteStore
+
+    caplog.set_level(logging.WARNING, logger="langmem_ext.engine")
+    if backend == "sqlite":
+        store = SQLiteStore()
+    else:
+        from langmem_ext.stores.postgres import PostgresStore
+
+        store = PostgresStore(request.getfixturevalue("pg_server").fresh_schema())
+    request.addfinalizer(store.close)
+    store.put(("summaries", "ada"), "t-1", damaged)
+    cfg = {"configurable": {"thread_id": "t-1", "user_id": "ada"}}
+    model = summarizer("they said hello")
+    out = _worker(store, model).invoke({"messages": thread(4), "context": {}}, cfg)
+    assert out["context"]["running_summary"].summary == "they said hello"
+    assert "OLD-SUMMARY" not in str(model.seen[0])  # started over: nothing damaged was used
+    assert store.get(("summaries", "ada"), "t-1").value["summary"] == "they said hello"
+    logged = [r for r in caplog.records if "damaged running summary" in r.getMessage()]
+    assert len(logged) == 1
 
 
 def test_a_stored_summary_needs_a_thread_id_and_a_store():
