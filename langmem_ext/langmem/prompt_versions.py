@@ -33,8 +33,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp
 
 from .._langgraph import current_config
-from ..engine import NamespaceTemplate
-from ..engine.requests import Batch, Operation, run_async, run_sync
+from ..engine import Batch, NamespaceTemplate, Operation, run_async, run_sync
 from ..errors import ConfigurationError, InvalidValueError, MemoryNotFoundError
 from .optimizers import PromptOptimizer, _trajectories
 

@@ -8,8 +8,7 @@ store is the one given (``store=``) or the graph's.
 
 Examples:
     >>> from langmem_ext import SQLiteStore
-    >>> from langmem_ext.engine.requests import run_sync
-    >>> from langmem_ext.langmem.summarization import RunningSummary
+    >>> from langmem_ext.engine import run_sync
     >>> place = SummaryPlace(("summaries",), SQLiteStore())
     >>> cfg = {"configurable": {"thread_id": "t-1"}}
     >>> _ = run_sync(place.save(RunningSummary("so far: hi", {"1"}, "1"), cfg), place.store)
@@ -19,15 +18,24 @@ Examples:
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.store.base import BaseStore, GetOp, PutOp
 
-from ..engine.namespaces import NamespaceTemplate
-from ..engine.requests import Batch, Operation
+from ..engine import Batch, NamespaceTemplate, Operation
 from ..errors import ConfigurationError
 
-__all__ = ["SummaryPlace"]
+__all__ = ["RunningSummary", "SummaryPlace"]
+
+
+@dataclass
+class RunningSummary:
+    """The summary so far and which messages it covers (LangMem's shape)."""
+
+    summary: str
+    summarized_message_ids: set[str] = field(default_factory=set)
+    last_summarized_message_id: str | None = None
 
 
 class SummaryPlace:
@@ -63,10 +71,8 @@ class SummaryPlace:
             )
         return self.template(config), str(thread)
 
-    def load(self, config: Any) -> Operation[Any]:
+    def load(self, config: Any) -> Operation[RunningSummary | None]:
         """The thread's stored summary, or None."""
-        from .summarization import RunningSummary
-
         ns, key = self._where(config)
         (item,) = yield Batch([GetOp(ns, key)])
         if item is None:
@@ -78,7 +84,7 @@ class SummaryPlace:
             last_summarized_message_id=v.get("last_summarized_message_id"),
         )
 
-    def save(self, summary: Any, config: Any) -> Operation[None]:
+    def save(self, summary: RunningSummary, config: Any) -> Operation[None]:
         """Store ``summary`` as the thread's (not indexed for search)."""
         ns, key = self._where(config)
         value = {

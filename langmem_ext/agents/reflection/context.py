@@ -30,7 +30,7 @@ are left out first. Tokens are counted by a real tokenizer
 
 Examples:
     >>> from langmem_ext.engine import Profile
-    >>> from langmem_ext.engine.models import Fact
+    >>> from langmem_ext.engine import Fact
     >>> fact = Fact(id="fact_1", tenant_id="t", layer="user", layer_id="ada",
     ...             content="Prefers dark mode", category="preference", confidence=0.9)
     >>> print(format_profile(Profile("ada", {"work": "Engineer at Acme"}, {}, [fact])))
@@ -49,16 +49,35 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ...engine import MemoryContext, MemoryEngine
-from ...engine import recall as rc
-from ...engine.catalogue import Caller, operation
-from ...engine.checks import check_int, check_number, check_text, shown
-from ...engine.env import Env
-from ...engine.models import Fact, Rule, content_text
-from ...engine.params import ScopeFilter, Tenant
-from ...engine.profile import CONTEXT_KEYS, HISTORY_KEYS, Profile
-from ...engine.requests import Operation, run_async, run_sync
-from ...engine.scoring import best_first, composite, recency_factor, relevance
+from ...engine import (
+    CONTEXT_KEYS,
+    HISTORY_KEYS,
+    OPERATIONS,
+    Caller,
+    Env,
+    Fact,
+    Hit,
+    MemoryContext,
+    MemoryEngine,
+    Operation,
+    Profile,
+    Rule,
+    ScopeFilter,
+    Tenant,
+    best_first,
+    bump,
+    check_int,
+    check_number,
+    check_text,
+    composite,
+    content_text,
+    operation,
+    recency_factor,
+    relevance,
+    run_async,
+    run_sync,
+    shown,
+)
 from ...errors import ConfigurationError, InvalidValueError
 from .tokens import TokenCounter, token_counter
 
@@ -308,7 +327,7 @@ def _line(section: str, record: Any, score: float) -> str:
     )
 
 
-def _episode_score(env: Env, hit: rc.Hit) -> float:
+def _episode_score(env: Env, hit: Hit) -> float:
     age = (env.now - datetime.fromisoformat(hit.record.created_at)).total_seconds() / 86400
     w = env.config.weights
     return composite(
@@ -335,20 +354,11 @@ def context_steps(
     check_text("scope", scope, optional=True)
     check_int("token_budget", token_budget, 1, MAX_TOKENS)
     q = check_quotas(quotas)
-    recalled = yield from rc.recall(
-        env, query, scope=scope, limit=limit, layers=None, types=("fact", "rule"), bump_refs=False
+    recalled = yield from OPERATIONS["recall"].within(
+        env, query, scope=scope, limit=limit, types=["fact", "rule"], bump_refs=False
     )
-    episodes = yield from rc.search(
-        env,
-        query,
-        types=["episode"],
-        scope=scope,
-        mode=None,
-        limit=limit,
-        min_confidence=None,
-        layers=None,
-        tags=None,
-        filter=None,
+    episodes = yield from OPERATIONS["search"].within(
+        env, query, types=["episode"], scope=scope, mode=None, limit=limit
     )
     entries = [
         _Entry(
@@ -371,7 +381,7 @@ def context_steps(
         )
     chosen = _fit(entries, token_budget, q, count)
     shown = [e.record for es in chosen.values() for e in es if e.section != "episodes"]
-    yield from rc.bump(env, shown, counted=True)
+    yield from bump(env, shown, counted=True)
     return _render(chosen)
 
 

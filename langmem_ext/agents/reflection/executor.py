@@ -74,9 +74,18 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.store.base import BaseStore
 
 from ..._langgraph import config_runtime, graph_store
-from ...engine import EngineConfig, EnginesByStore, MemoryEngine, NamespaceTemplate
-from ...engine.checks import check_int, check_number, run_config, shown
-from ...engine.requests import run_async, run_sync
+from ...engine import (
+    EngineConfig,
+    EnginesByStore,
+    MemoryEngine,
+    NamespaceTemplate,
+    check_int,
+    check_number,
+    run_async,
+    run_config,
+    run_sync,
+    shown,
+)
 from ...errors import ConfigurationError, InvalidValueError
 from .extract import FactExtractor
 from .faces import GraphFaces

@@ -32,7 +32,7 @@ streams the extraction call nor shows its output to the user.
 Reading is tolerant and storing strict: a category spelt with another case, a
 plural or stray spaces (``" Preferences"``) is read as the allowed category;
 any other category is invalid. Validation is per fact: content a non-empty
-string, category one of :data:`~langmem_ext.engine.policy.FACT_CATEGORIES`,
+string, category one of :data:`~langmem_ext.engine.records.policy.FACT_CATEGORIES`,
 confidence a number in [0, 1], optional fields strings. Output that is not the
 requested object at all raises :class:`MalformedOutput`; invalid facts are
 reported as problems (the caller asks again, telling the model what was
@@ -61,10 +61,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from ...engine import policy
-from ...engine.models import Fact
-from ...engine.profile import FactCandidate
-from ...engine.requests import Operation, run_async, run_sync
+from ...engine import Fact, FactCandidate, Operation, policy, run_async, run_sync
 from .calls import (
     ContextOverflow,
     MalformedOutput,

@@ -62,42 +62,44 @@ Examples:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langgraph.store.base import PutOp, SearchOp
 
-from ..errors import FactNotFoundError, InvalidValueError
-from ..stores import HybridSearchOp
-from . import policy
-from .checks import check_int, check_json, check_mapping, shown
-from .env import (
-    Env,
-    Layer,
-    add_fields,
-    check_content,
-    check_range,
-    free_fact_ids,
-    load,
-    refuse_damaged,
-)
-from .lifecycle import change, records_of, resolve_slot, slot_of
-from .models import Fact
-from .requests import Batch, Operation
-from .scoring import best_first, text_similarity
+from ...errors import FactNotFoundError, InvalidValueError
+from ...stores import HybridSearchOp
+from ..records import policy
+from ..records.checks import check_number, shown
+from ..records.models import Fact
+from ..records.scoring import best_first, text_similarity
+from ..runtime.env import Env, Layer
+from ..runtime.requests import Batch, Operation
+from .fields import add_fields, check_content
+from .lifecycle import change, records_of, slot_of
+from .loading import load, refuse_damaged
 
 __all__ = [
+    "MERGED_SOURCES",
     "PROFILE_LAYER",
     "REFLECTION_SOURCE",
+    "SLOT_SIMILARITY",
     "FactCandidate",
     "ProfileUpdate",
     "SkippedFact",
     "active_facts",
-    "add_facts",
-    "delete_fact",
+    "check_candidate",
+    "check_category",
+    "evict",
+    "near_duplicates",
+    "normalise",
+    "ordered",
+    "profile_fact",
+    "profile_layer",
     "reflected",
-    "update_fact",
+    "require_fact",
+    "slots_with_evidence",
 ]
 
 logger = logging.getLogger("langmem_ext.profile")
@@ -171,7 +173,7 @@ def check_category(category: Any) -> str:
     return str(category)
 
 
-def _check_candidate(env: Env, c: FactCandidate | Mapping[str, Any]) -> FactCandidate:
+def check_candidate(env: Env, c: FactCandidate | Mapping[str, Any]) -> FactCandidate:
     if isinstance(c, Mapping):
         unknown = set(c) - set(FactCandidate.__dataclass_fields__)
         if unknown:
@@ -186,7 +188,7 @@ def _check_candidate(env: Env, c: FactCandidate | Mapping[str, Any]) -> FactCand
         )
     check_content(env, c.content)
     check_category(c.category)
-    check_range("confidence", c.confidence, policy.CONFIDENCE_RANGE)
+    check_number("confidence", c.confidence, *policy.CONFIDENCE_RANGE)
     for name in ("subject", "predicate", "replaces"):
         v = getattr(c, name)
         if v is not None and (not isinstance(v, str) or not v.strip()):
@@ -194,22 +196,22 @@ def _check_candidate(env: Env, c: FactCandidate | Mapping[str, Any]) -> FactCand
     return c
 
 
-def _ordered(facts: list[Fact]) -> list[Fact]:
+def ordered(facts: list[Fact]) -> list[Fact]:
     return best_first(facts, lambda f: f.confidence, lambda f: f.created_at, lambda f: f.id)
 
 
-def _user(env: Env) -> Layer:
+def profile_layer(env: Env) -> Layer:
     """The profile's layer (MISSING_IDENTIFIER without a user)."""
     return env.layer(PROFILE_LAYER)
 
 
 def active_facts(env: Env) -> Operation[list[Fact]]:
     """The caller's current profile facts, in profile order."""
-    records = yield from records_of(env, _user(env), ("fact",))
-    return _ordered([r for r in records if isinstance(r, Fact)])
+    records = yield from records_of(env, profile_layer(env), ("fact",))
+    return ordered([r for r in records if isinstance(r, Fact)])
 
 
-def _near_duplicates(
+def near_duplicates(
     env: Env, candidates: list[FactCandidate], existing: list[Fact]
 ) -> Operation[list[Fact | None]]:
     """For each candidate, the active fact it nearly duplicates, if any."""
@@ -218,7 +220,7 @@ def _near_duplicates(
     if env.caps.embeds:
         # One vector search per candidate, in one batch: the store compares
         # against its stored vectors, nothing already stored is embedded again.
-        ns, flt = _user(env).ns, {"kind": "fact"}
+        ns, flt = profile_layer(env).ns, {"kind": "fact"}
         ops: list[Any] = [
             HybridSearchOp(ns, flt, 3, 0, c.content, False, "vector")
             if env.caps.modes
@@ -247,86 +249,7 @@ def _near_duplicates(
     return best
 
 
-def add_facts(
-    env: Env,
-    candidates: Sequence[FactCandidate | Mapping[str, Any]],
-    *,
-    threshold: float,
-    max_facts: int,
-    provenance: Mapping[str, Any] | None,
-) -> Operation[ProfileUpdate]:
-    """Add facts under the collection rules of the module docstring. Every
-    candidate is validated before anything is written."""
-    if isinstance(candidates, str | bytes | Mapping) or not isinstance(candidates, Sequence):
-        raise InvalidValueError(
-            f"facts must be a list of facts (dicts with content, category and confidence), "
-            f"got {shown(candidates)}"
-        )
-    checked = [_check_candidate(env, c) for c in candidates]
-    check_range("threshold", threshold, policy.CONFIDENCE_RANGE)
-    check_int("max_facts", max_facts, 1, 10**9)
-    check_json("provenance", check_mapping("provenance", provenance))
-    prov = dict(provenance or {})
-    out = ProfileUpdate()
-    existing = yield from active_facts(env)
-    seen = {normalise(f.content) for f in existing}
-    by_id = {f.id: f for f in existing}
-    fresh: list[FactCandidate] = []
-    for c in checked:
-        if c.confidence < threshold:
-            logger.info(
-                "skipped low-confidence fact (%.2f < %.2f): %r", c.confidence, threshold, c.content
-            )
-            out.skipped.append(SkippedFact(c.content, "low_confidence", c.confidence))
-        elif normalise(c.content) in seen:
-            logger.info("skipped duplicate fact: %r", c.content)
-            out.skipped.append(SkippedFact(c.content, "duplicate", c.confidence))
-        else:
-            seen.add(normalise(c.content))
-            fresh.append(c)
-    fresh = _slots_with_evidence(fresh, existing, by_id, out)
-    plain = [c for c in fresh if not (c.replaces and c.replaces in by_id)]
-    nears = yield from _near_duplicates(env, plain, existing)
-    near_of = {id(c): n for c, n in zip(plain, nears)}
-    puts: list[PutOp] = []
-    merged: dict[str, Fact] = {}
-    slots: list[str] = []
-    new_count = sum(1 for c in fresh if near_of.get(id(c)) is None)
-    ids = yield from free_fact_ids(env, _user(env), new_count)
-    for c in fresh:
-        near = near_of.get(id(c))
-        if near is not None:
-            base = merged.get(near.id, near)
-            # The last few sources only: a fact restated every day must not grow forever.
-            sources = [*base.provenance.get("merged", []), prov][-MERGED_SOURCES:]
-            merged[near.id] = replace(
-                base,
-                confidence=max(base.confidence, c.confidence),
-                last_confirmed_at=env.stamp,
-                provenance={**base.provenance, "merged": sources},
-            )
-            logger.info("merged near-duplicate fact into %s: %r", near.id, c.content)
-            continue
-        fact = _new_fact(env, c, by_id.get(c.replaces or ""), prov, ids.pop())
-        out.added.append(fact)
-        puts += [env.put(fact), env.event(fact, "created")]
-        if c.subject or c.predicate or (c.replaces and c.replaces in by_id):
-            slots.append(fact.slot)
-    for fid, new in merged.items():
-        done, ops = change(env, by_id[fid], new, "merged")
-        out.merged.append(done)
-        puts += ops
-    if puts:
-        yield Batch(puts)
-        env.sized(out.added, +1)
-    layer = _user(env)
-    for slot in dict.fromkeys(slots):
-        out.superseded += yield from resolve_slot(env, layer, slot)
-    out.removed = yield from _evict(env, existing, out, max_facts)
-    return out
-
-
-def _slots_with_evidence(
+def slots_with_evidence(
     fresh: list[FactCandidate],
     existing: list[Fact],
     by_id: dict[str, Fact],
@@ -364,7 +287,7 @@ def _slots_with_evidence(
     return [k for k in kept if k is not None]
 
 
-def _new_fact(
+def profile_fact(
     env: Env, c: FactCandidate, replaced: Fact | None, prov: dict[str, Any], fact_id: str
 ) -> Fact:
     fields = add_fields(env, c.content, PROFILE_LAYER, "global", None)
@@ -391,7 +314,7 @@ def reflected(fact: Fact) -> bool:
     the profile cap counts and may move out.
 
     Examples:
-        >>> from langmem_ext.engine.models import Fact
+        >>> from langmem_ext.engine import Fact
         >>> f = Fact(id="f", tenant_id="t", layer="user", layer_id="u", content="x")
         >>> reflected(f), reflected(replace(f, provenance={"source": "reflection"}))
         (False, True)
@@ -399,7 +322,7 @@ def reflected(fact: Fact) -> bool:
     return fact.provenance.get("source") == REFLECTION_SOURCE
 
 
-def _evict(
+def evict(
     env: Env, existing: list[Fact], out: ProfileUpdate, max_facts: int
 ) -> Operation[list[str]]:
     """Archive the lowest-confidence reflection facts over ``max_facts`` (the new
@@ -427,40 +350,10 @@ def _evict(
     return [f.id for f in victims]
 
 
-def _require_fact(env: Env, id: str) -> Operation[Fact]:
+def require_fact(env: Env, id: str) -> Operation[Fact]:
     record = yield from load(env, ["fact"], id, archived=False)
     if record is not None:
         refuse_damaged(record)
     if not isinstance(record, Fact):
         raise FactNotFoundError(f"no fact with id {shown(id)} in this profile", id=id)
     return record
-
-
-def update_fact(
-    env: Env, id: str, content: str | None, category: str | None, confidence: float | None
-) -> Operation[Fact]:
-    """Change only the given fields; ``created_at`` stays."""
-    if content is not None:
-        check_content(env, content)
-    if category is not None:
-        check_category(category)
-    if confidence is not None:
-        check_range("confidence", confidence, policy.CONFIDENCE_RANGE)
-    old = yield from _require_fact(env, id)
-    new = replace(
-        old,
-        content=old.content if content is None else content,
-        category=old.category if category is None else category,
-        confidence=old.confidence if confidence is None else float(confidence),
-    )
-    new, puts = change(env, old, new, "updated")
-    yield Batch(puts)
-    return new
-
-
-def delete_fact(env: Env, id: str) -> Operation[None]:
-    """Remove a fact (its audit events stay); ``KeyError`` when unknown."""
-    old = yield from _require_fact(env, id)
-    yield Batch([PutOp(env.layer_of(old).ns, old.id, None), env.event(old, "deleted")])
-    env.sized([old], -1)
-    return None

@@ -42,7 +42,7 @@ from typing import Any
 from opentelemetry import metrics as otel
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
-from ..errors import LangmemError
+from ...errors import LangmemError
 
 __all__ = ["METRIC_NAMES", "EngineMetrics", "collected_points"]
 

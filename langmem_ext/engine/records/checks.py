@@ -32,8 +32,8 @@ import reprlib
 from collections.abc import Mapping
 from typing import Any
 
-from .._langgraph import current_config
-from ..errors import ConfigurationError, InvalidValueError, LangmemError
+from ..._langgraph import current_config
+from ...errors import ConfigurationError, InvalidValueError, LangmemError
 
 __all__ = [
     "check_config",

@@ -1,95 +1,25 @@
-"""The engine's configuration, what it knows of the store, and search
-planning shared by its operations (see :mod:`.requests` for the vocabulary).
+"""Search planning shared by the operations: one logical search as store ops
+for this store's capabilities (native filters where the store has them, a
+Python check on an over-fetched page where it does not), and paged reads.
+No I/O: :func:`paged` is an operation (see :mod:`.requests`).
+
+Examples:
+    >>> matches({"n": 11, "tags": ["x"]}, {"n": {"$gt": 10}, "tags": {"$contains": "x"}})
+    True
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
-from typing import Any, TypeVar, cast
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
-from langgraph.store.base import BaseStore, Op, SearchOp
+from langgraph.store.base import Op, SearchOp
 
-from ..stores import HybridSearchOp, normalize_filter, supports_hybrid
-from . import policy
-from .requests import Batch, Operation, RetryPolicy, embedder
-from .scoring import DEFAULT_THRESHOLD, DEFAULT_WEIGHTS, ScoreWeights
+from ...stores import HybridSearchOp, normalize_filter
+from .config import StoreCaps
+from .requests import Batch, Operation
 
-__all__ = ["EngineConfig", "StoreCaps", "detect_caps", "matches", "paged", "search_ops"]
-
-T = TypeVar("T")
-
-ALL_OPERATORS = frozenset(
-    ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$contains")
-)
-BASIC_OPERATORS = frozenset(("$eq", "$ne", "$gt", "$gte", "$lt", "$lte"))
-
-
-@dataclass(frozen=True)
-class EngineConfig:
-    """Engine settings (all documented in ``docs/engine.md``).
-
-    Args:
-        namespace: the app's namespace template for each user's memories, e.g.
-            ``("memories", "{user_id}")``, filled from the run's config (use the
-            same one as the memory tools); None: the identity rule
-            (``("user", <user_id>)``). See :mod:`.layout`.
-        default_tenant: tenant of runs without authentication; None: the
-            default tenant, whose namespaces carry no tenant prefix.
-        max_content_length: longest accepted content, in characters.
-        episode_ttl: lifetime of an episode.
-        default_layer: layer written when a call names none.
-        threshold: default score threshold of layered search.
-        weights: recall composite weights.
-        retry: provider retry policy.
-        clock: returns "now" (UTC); tests pass a fake clock.
-        sleep: how the sync runner waits between retries (async uses asyncio.sleep).
-        filter_operators: filter operators the store supports; None detects
-            (all operators for stores declaring ``supports_hybrid``, LangGraph's
-            basic six otherwise).
-        recall_mode: search mode of ``recall`` on stores with an embedder; None
-            (default) uses the store's default — hybrid on ours, which finds far
-            more on conversational data (docs/benchmarks.md) — ``"vector"`` makes
-            relevance plain cosine.
-        meter_provider: OpenTelemetry ``MeterProvider`` for the metrics
-            (:mod:`.metrics`); None uses the global one (a no-op without the SDK).
-    """
-
-    namespace: Any = None
-    default_tenant: str | None = None
-    max_content_length: int = 10_000
-    episode_ttl: timedelta = policy.EPISODE_TTL
-    default_layer: str = "user"
-    threshold: float = DEFAULT_THRESHOLD
-    weights: ScoreWeights = DEFAULT_WEIGHTS
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
-    sleep: Callable[[float], None] = time.sleep
-    filter_operators: frozenset[str] | None = None
-    recall_mode: str | None = None
-    meter_provider: Any = None
-
-
-@dataclass(frozen=True)
-class StoreCaps:
-    """What the store can do, so the engine degrades instead of failing."""
-
-    modes: bool  # accepts HybridSearchOp (hybrid / vector / keyword)
-    operators: frozenset[str]
-    embeds: bool
-
-
-def detect_caps(store: BaseStore, config: EngineConfig) -> StoreCaps:
-    ours = supports_hybrid(store)
-    ops = config.filter_operators
-    if ops is None:
-        ops = ALL_OPERATORS if ours else BASIC_OPERATORS
-    return StoreCaps(modes=ours, operators=frozenset(ops), embeds=embedder(store) is not None)
-
-
-# -- search planning -----------------------------------------------------------
+__all__ = ["matches", "paged", "search_ops"]
 
 
 def search_ops(
@@ -199,7 +129,3 @@ def paged(
         if len(items) < page:
             return out
         offset += page
-
-
-def flatten(results: Iterable[list[Any]]) -> list[Any]:
-    return [x for r in results for x in r]

@@ -18,11 +18,17 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field
 
-from ..errors import InvalidLayerError, InvalidMemoryTypeError
-from ..stores import OPERATORS
-from .catalogue import Meta
-from .layers import LAYERS
-from .policy import CONFIDENCE_RANGE, DECAY_RATES, FACT_CATEGORIES, IMPORTANCE_RANGE, MEMORY_TYPES
+from ...errors import InvalidLayerError, InvalidMemoryTypeError
+from ...stores import OPERATORS
+from ..identity.layers import LAYERS
+from ..records.policy import (
+    CONFIDENCE_RANGE,
+    DECAY_RATES,
+    FACT_CATEGORIES,
+    IMPORTANCE_RANGE,
+    MEMORY_TYPES,
+)
+from ..runtime.catalogue import Meta
 
 __all__ = [
     "Category",

@@ -1,8 +1,11 @@
-"""The catalogue's writes: storing and changing memories (see :mod:`.catalogue`).
+"""The catalogue's operations that create memories: notes, facts, episodes,
+rules, and many notes at once (see :mod:`..runtime.catalogue`).
 
-Each function is the declaration of one operation and its one body; the
+Each function is the declaration of one operation **and** its one body: the
 engine's ``store_fact`` / ``astore_fact``, the tool ``memory_store_fact``, the
-MCP tool and the command ``langmem-ext memories store-fact`` all run it.
+MCP tool, the command ``langmem-ext memories store-fact`` and every internal
+caller (``OPERATIONS["store_fact"].within(env, ...)``) run it, with its
+arguments checked once against the declared types.
 """
 
 from __future__ import annotations
@@ -10,20 +13,23 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
+from langgraph.store.base import PutOp
 from pydantic import Field
 
-from ..errors import ContentTooLongError, InvalidOperationError, MemoryNotFoundError
-from . import lifecycle as lc
-from . import provider as pv
-from .catalogue import Caller, Meta, Spec, operation
-from .models import Episode, Fact, MemoryRecord, Note, Rule
+from ...errors import ContentTooLongError, InvalidValueError
+from ..identity.layers import check_layer
+from ..records import policy
+from ..records.checks import check_json, shown
+from ..records.models import Episode, Fact, Note, Rule, ts
+from ..runtime.catalogue import Caller, Meta, Spec, operation
+from ..runtime.requests import Batch, Operation
+from .fields import add_fields, check_tags
+from .lifecycle import new_fact, write_fact
 from .params import (
     Category,
     Confidence,
     Content,
-    Id,
     Importance,
-    Kind,
     LayerName,
     Metadata,
     Permanence,
@@ -32,24 +38,8 @@ from .params import (
     Tenant,
     Text,
 )
-from .requests import Operation
 
-__all__ = [
-    "add",
-    "bulk_add",
-    "bulk_delete",
-    "confirm",
-    "delete",
-    "forget",
-    "mark_harmful",
-    "mark_helpful",
-    "revise",
-    "store_episode",
-    "store_fact",
-    "store_rule",
-    "sweep",
-    "update",
-]
+__all__ = ["add", "bulk_add", "store_episode", "store_fact", "store_rule"]
 
 _LONG = (ContentTooLongError,)
 Subject = Annotated[
@@ -94,7 +84,12 @@ def add(
         >>> engine.add(MemoryContext(user_id="ada"), "Prefers window seats").type
         'note'
     """
-    return lc.add_note(c.env(tenant), content, layer, scope, tags, metadata)
+    env = c.env(tenant)
+    check_json("metadata", metadata)
+    note = Note(**add_fields(env, content, layer, scope, tags), metadata=dict(metadata or {}))
+    yield Batch([env.put(note), env.event(note, "created")])
+    env.sized([note], +1)
+    return note
 
 
 @operation(access="write", tool="memory_store_fact", browser=True, errors=_LONG)
@@ -127,7 +122,7 @@ def store_fact(
         True
     """
     env = c.env(tenant)
-    new = lc.new_fact(
+    fact = new_fact(
         env,
         subject,
         predicate,
@@ -141,7 +136,7 @@ def store_fact(
         tags=tags,
         provenance=provenance,
     )
-    fact, _ = yield from lc.store_fact(env, new)
+    fact, _ = yield from write_fact(env, fact)
     return fact
 
 
@@ -168,7 +163,15 @@ def store_episode(
         5.0
     """
     env = c.env(tenant)
-    return lc.store_episode(env, content, session_id, importance, layer, scope, tags)
+    ep = Episode(
+        **add_fields(env, content, layer, scope, tags),
+        importance=float(policy.EPISODE_IMPORTANCE if importance is None else importance),
+        session_id=session_id or env.ctx.session_id,
+        expires_at=ts(env.now + env.config.episode_ttl),
+    )
+    yield Batch([env.put(ep), env.event(ep, "created")])
+    env.sized([ep], +1)
+    return ep
 
 
 @operation(access="write", tool="memory_store_rule", browser=True, errors=_LONG)
@@ -191,95 +194,22 @@ def store_rule(
         >>> engine.store_rule(MemoryContext(user_id="ada"), "Confirm before sending").maturity
         'candidate'
     """
-    return lc.store_rule(c.env(tenant), content, layer, scope, tags)
-
-
-_FOUND = (MemoryNotFoundError, InvalidOperationError)
-
-
-@operation(access="write", tool="memory_confirm", errors=_FOUND)
-def confirm(c: Caller, type: Kind, id: Id, *, tenant: Tenant = None) -> Operation[MemoryRecord]:
-    """Confirm that a fact or rule is still true: its confidence stops fading
-    from now on (episodes and notes cannot be confirmed)."""
-    return lc.confirm(c.env(tenant), type, id)
-
-
-@operation(access="write", tool="memory_mark_helpful", errors=_FOUND)
-def mark_helpful(c: Caller, id: Id, *, tenant: Tenant = None) -> Operation[Rule]:
-    """Record that a rule helped: its success count, effectiveness and maturity go up."""
-    return lc.feedback(c.env(tenant), id, True, None)
-
-
-Reason = Annotated[str | None, Field(description="What went wrong, in a few words.")]
-
-
-@operation(access="write", tool="memory_mark_harmful", errors=_FOUND)
-def mark_harmful(
-    c: Caller, id: Id, reason: Reason = None, *, tenant: Tenant = None
-) -> Operation[Rule]:
-    """Record that a rule did harm (it weighs four times a success); a rule
-    that keeps doing harm is demoted, then inverted into an anti-pattern."""
-    return lc.feedback(c.env(tenant), id, False, reason)
-
-
-@operation(access="write", tool="memory_forget", browser=True, errors=(MemoryNotFoundError,))
-def forget(c: Caller, type: Kind, id: Id, *, tenant: Tenant = None) -> Operation[MemoryRecord]:
-    """Forget a memory: it is never recalled again, and it stays in the
-    history (facts become retracted, rules and episodes forgotten)."""
-    return lc.forget(c.env(tenant), type, id)
-
-
-@operation(access="write", errors=(MemoryNotFoundError, *_LONG))
-def update(
-    c: Caller,
-    id: Id,
-    *,
-    content: Annotated[Text | None, Field(description="New text; unchanged if left out.")] = None,
-    metadata: Metadata = None,
-    tags: Tags = None,
-    tenant: Tenant = None,
-) -> Operation[MemoryRecord]:
-    """Change a memory in place: new content (embedded again), metadata merged
-    into what it had, tags replaced."""
-    return lc.update(c.env(tenant), id, content, metadata, tags)
-
-
-@operation(access="write", browser=True, errors=(MemoryNotFoundError, *_LONG))
-def revise(c: Caller, id: Id, content: Content, *, tenant: Tenant = None) -> Operation[Any]:
-    """Change what a memory says, keeping its history: a fact is replaced by a
-    new fact (new id, linked from the old one, which stays in its history);
-    other memories change in place. Returns the current memory.
-
-    Examples:
-        >>> from langmem_ext import SQLiteStore
-        >>> from langmem_ext.engine import MemoryContext, MemoryEngine
-        >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext(user_id="ada")
-        >>> old = engine.add_fact(ctx, "Lives in Berlin", "context", 0.9)
-        >>> new = engine.revise(ctx, old.id, "Lives in Munich")
-        >>> [f.content for f in engine.get_profile(ctx).facts]
-        ['Lives in Munich']
-    """
-    return lc.revise(c.env(tenant), id, content)
-
-
-@operation(access="write")
-def delete(c: Caller, id: Id, *, tenant: Tenant = None) -> Operation[bool]:
-    """Remove a memory for good (its audit events stay); an unknown id is
-    not an error."""
-    return lc.delete(c.env(tenant), id)
-
-
-@operation(access="write")
-def sweep(c: Caller, *, tenant: Tenant = None) -> Operation[dict[str, int]]:
-    """Retire your episodes past their expiry and facts whose confidence faded
-    away (they already left recall); returns how many of each."""
-    return lc.sweep(c.env(tenant))
+    env = c.env(tenant)
+    rule = Rule(
+        **add_fields(env, content, layer, scope, tags),
+        importance=policy.RULE_IMPORTANCE,
+        last_confirmed_at=env.stamp,
+    )
+    yield Batch([env.put(rule), env.event(rule, "created")])
+    env.sized([rule], +1)
+    return rule
 
 
 BulkItems = Annotated[
     Sequence[str | Mapping[str, Any]],
     Field(description="Notes: text, or objects with content, layer, scope, tags, metadata."),
 ]
+_BULK_KEYS = ("content", "layer", "scope", "tags", "metadata")
 
 
 @operation(access="write", cli=False, errors=_LONG)
@@ -297,19 +227,46 @@ def bulk_add(
         >>> engine.bulk_delete(ctx, [notes[0].id, "unknown"]) == [notes[0].id]
         True
     """
-    return pv.bulk_add(c.env(tenant), items, layer)
+    env = c.env(tenant)
+    notes: list[Note] = []
+    for raw in items:
+        # The declared type says "text or an object"; what an object may hold
+        # is this operation's rule, checked per item before anything is written.
+        e = _bulk_entry(raw)
+        metadata = e.get("metadata")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise InvalidValueError(f"metadata must be a dict, got {type(metadata).__name__}")
+        check_json("metadata", metadata)
+        scope = e.get("scope", "global")
+        if not isinstance(scope, str) or not scope:
+            raise InvalidValueError(
+                f"scope must be a non-empty string such as 'global', got {shown(scope)}"
+            )
+        name = check_layer(e.get("layer", layer) or env.config.default_layer)
+        fields = add_fields(env, e["content"], name, scope, check_tags(e.get("tags")))
+        notes.append(Note(**fields, metadata=dict(metadata or {})))
+    if notes:
+        ops: list[PutOp] = []
+        for n in notes:
+            ops += [env.put(n), env.event(n, "created")]
+        yield Batch(ops)
+        env.sized(notes, +1)
+    return notes
 
 
-@operation(access="write", cli=False)
-def bulk_delete(
-    c: Caller,
-    ids: Annotated[Sequence[str], Field(description="Ids of the memories to remove.")],
-    *,
-    tenant: Tenant = None,
-) -> Operation[list[str]]:
-    """Remove many memories (any kind) in one batch; unknown ids are skipped.
-    Returns the ids removed."""
-    return pv.bulk_delete(c.env(tenant), ids)
+def _bulk_entry(item: str | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(item, str):
+        return {"content": item}
+    if "content" not in item:
+        raise InvalidValueError(
+            f"each bulk_add item must be a string or a dict with 'content', got {shown(item)}"
+        )
+    unknown = set(item) - set(_BULK_KEYS)
+    if unknown:
+        raise InvalidValueError(
+            f"unknown bulk_add keys {sorted(map(shown, unknown))}; use {', '.join(_BULK_KEYS)}"
+        )
+    return dict(item)
 
 
 # The examples in the declarations' docstrings are run by doctest like any other.

@@ -22,8 +22,8 @@ from typing import Any, Literal, Protocol
 from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
-from ..errors import InvalidValueError, LangmemError
-from .checks import shown
+from ...errors import InvalidValueError, LangmemError
+from ..records.checks import shown
 
 __all__ = ["error_text", "invalid"]
 

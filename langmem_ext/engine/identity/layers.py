@@ -38,8 +38,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import InvalidLayerError, MissingIdentifierError
-from .checks import shown
+from ...errors import InvalidLayerError, MissingIdentifierError
+from ..records.checks import shown
 
 __all__ = ["IDENTIFIERS", "LAYERS", "accessible_layers", "check_layer", "layer_id", "precedence"]
 

@@ -56,8 +56,8 @@ from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 
-from .._langgraph import RUNTIME_KEY
-from ..errors import (
+from ..._langgraph import RUNTIME_KEY
+from ...errors import (
     ConfigurationError,
     IdentityError,
     InvalidValueError,
@@ -65,7 +65,7 @@ from ..errors import (
     MissingIdentifierError,
     TenantAccessError,
 )
-from .checks import check_config, shown
+from ..records.checks import check_config, shown
 from .layout import DEFAULT_TENANT
 from .namespaces import IDENTITY_KEYS, RESERVED_LABELS, NamespaceTemplate, resolve_identity
 

@@ -48,13 +48,14 @@ from typing import Any, Concatenate, Generic, Literal, ParamSpec, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from ..errors import (
+from ...errors import (
     InvalidValueError,
     LangmemError,
     PermissionDeniedError,
     ProviderError,
     TenantAccessError,
 )
+from ..records.models import Fact, MemoryRecord, Rule
 from .requests import Operation, run_async, run_sync
 from .wording import error_text, invalid
 
@@ -64,7 +65,7 @@ __all__ = [
     "Param",
     "Spec",
     "bind",
-    "bind_plain",
+    "bind_all",
     "error_text",
     "operation",
 ]
@@ -120,15 +121,34 @@ class Caller:
     """What an operation receives first: the engine and the caller, from
     which ``env(tenant)`` builds the per-call environment. Who may call it is
     decided there, before any store request: the tenant, and for a writing
-    operation whether the caller may write."""
+    operation whether the caller may write.
 
-    __slots__ = ("access", "ctx", "engine")
+    An operation run inside another one (:meth:`Spec.within`) gets a caller
+    made from that operation's environment: same caller, same tenant, same
+    clock."""
 
-    def __init__(self, engine: Any, ctx: Any, access: Access = "write") -> None:
-        self.engine, self.ctx, self.access = engine, ctx, access
+    __slots__ = ("_env", "access", "ctx", "engine")
+
+    def __init__(self, engine: Any, ctx: Any, access: Access = "write", env: Any = None) -> None:
+        self.engine, self.ctx, self.access, self._env = engine, ctx, access, env
+
+    @classmethod
+    def inside(cls, env: Any, access: Access) -> Caller:
+        """The caller of an operation run within another, from its environment."""
+        return cls(None, env.ctx, access, env)
 
     def env(self, tenant: str | None = None) -> Any:
-        env = self.engine.env(self.ctx, tenant)
+        if self._env is not None:
+            if tenant is not None:
+                raise InvalidValueError(
+                    "an operation run within another acts in that operation's tenant; "
+                    "do not pass tenant"
+                )
+            env = self._env
+        elif self.ctx is None:  # an operation without a caller: the engine's limits only
+            return self.engine.plain_env()
+        else:
+            env = self.engine.env(self.ctx, tenant)
         if self.access == "write" and env.ctx.read_only:
             raise PermissionDeniedError(
                 "you may read memories but not change them (your permissions grant "
@@ -216,9 +236,29 @@ class Spec(Generic[P, T]):
         return dict(bound.arguments)
 
     def start(self, engine: Any, ctx: Any, args: Mapping[str, Any]) -> Operation[T]:
-        """The operation for a caller and arguments (any surface's names),
-        checked before any store request."""
+        """The operation for a caller (None for an operation without one) and
+        arguments (any surface's names), checked before any store request."""
         return self.build(Caller(engine, ctx, self.access), **self.validate(args))
+
+    def within(self, env: Any, /, *args: P.args, **kwargs: P.kwargs) -> Operation[T]:
+        """This operation run inside another (reflection, the memory block, a
+        manager) with that operation's environment: the same caller, tenant
+        and clock, arguments checked as from any surface.
+
+        Examples:
+            >>> from langmem_ext import SQLiteStore
+            >>> from langmem_ext.engine import MemoryContext, MemoryEngine, OPERATIONS
+            >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext(user_id="ada")
+            >>> def remember_twice(env):
+            ...     first = yield from OPERATIONS["add"].within(env, "Likes tea")
+            ...     again = yield from OPERATIONS["search"].within(env, "tea", limit=5)
+            ...     return [h.id for h in again] == [first.id]
+            >>> engine.run(remember_twice(engine.env(ctx)))
+            True
+        """
+        return self.build(
+            Caller.inside(env, self.access), **self.validate(self.bind_call(args, kwargs))
+        )
 
     def __repr__(self) -> str:
         return f"<operation {self.name}>"
@@ -351,23 +391,21 @@ def strip_titles(schema: Any) -> Any:
 # -- the engine's methods ------------------------------------------------------------
 
 
-def bind(
-    spec: Spec[P, T],
-) -> tuple[
-    Callable[Concatenate[Any, Any, P], T],
-    Callable[Concatenate[Any, Any, P], Awaitable[T]],
-]:
-    """The engine's sync and async methods for an operation that takes a
-    caller: ``engine.name(ctx, ...)`` runs it on ``store.batch``,
-    ``await engine.aname(ctx, ...)`` on ``store.abatch``."""
+def bind(spec: Spec[Any, T]) -> tuple[Callable[..., T], Callable[..., Awaitable[T]]]:
+    """The engine's sync and async methods for an operation:
+    ``engine.name(ctx, ...)`` runs it on ``store.batch``,
+    ``await engine.aname(ctx, ...)`` on ``store.abatch``; an operation without
+    a caller takes no ``ctx`` (``engine.health_check()``)."""
 
-    def sync(self: Any, ctx: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
+    def sync(self: Any, *args: Any, **kwargs: Any) -> T:
+        ctx, args = (args[0], args[1:]) if spec.caller else (None, args)
         # Measured from the argument checks on: a refused call counts as an error.
         with self.metrics.measure(spec.name):
             step = spec.start(self, ctx, spec.bind_call(args, kwargs))
             return run_sync(step, self.store, self.config)
 
-    async def async_(self: Any, ctx: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
+    async def async_(self: Any, *args: Any, **kwargs: Any) -> T:
+        ctx, args = (args[0], args[1:]) if spec.caller else (None, args)
         with self.metrics.measure(spec.name):
             step = spec.start(self, ctx, spec.bind_call(args, kwargs))
             return await run_async(step, self.store, self.config)
@@ -375,22 +413,13 @@ def bind(
     return _named(sync, spec, ""), _named(async_, spec, "a")
 
 
-def bind_plain(
-    spec: Spec[P, T],
-) -> tuple[Callable[Concatenate[Any, P], T], Callable[Concatenate[Any, P], Awaitable[T]]]:
-    """:func:`bind` for operations without a caller (``engine.health_check()``)."""
-
-    def sync(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        with self.metrics.measure(spec.name):
-            step = spec.start(self, None, spec.bind_call(args, kwargs))
-            return run_sync(step, self.store, self.config)
-
-    async def async_(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        with self.metrics.measure(spec.name):
-            step = spec.start(self, None, spec.bind_call(args, kwargs))
-            return await run_async(step, self.store, self.config)
-
-    return _named(sync, spec, ""), _named(async_, spec, "a")
+def bind_all(cls: type, specs: Iterable[Spec[Any, Any]]) -> None:
+    """Give ``cls`` the sync and async method of every operation in ``specs``
+    (``store_fact`` and ``astore_fact``, ...)."""
+    for spec in specs:
+        sync, async_ = bind(spec)
+        setattr(cls, spec.name, sync)
+        setattr(cls, "a" + spec.name, async_)
 
 
 def _named(method: Any, spec: Spec[Any, Any], prefix: str) -> Any:
@@ -414,8 +443,6 @@ def to_json(value: Any, now: Any = None) -> Any:
     records and hits by their ``to_dict()``, pages with their cursor, other
     dataclasses field by field. Facts and rules get ``effective_confidence``
     at ``now``."""
-    from .models import Fact, MemoryRecord, Rule
-
     if isinstance(value, MemoryRecord):
         out = value.to_dict()
         if now is not None and isinstance(value, Fact | Rule):
@@ -434,5 +461,5 @@ def to_json(value: Any, now: Any = None) -> Any:
 
 # Public classes say where they are public.
 for _cls in (Spec, Param, Caller):
-    _cls.__module__ = "langmem_ext.engine.catalogue"
+    _cls.__module__ = "langmem_ext.engine"
 del _cls

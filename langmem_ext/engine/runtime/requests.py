@@ -46,7 +46,7 @@ from tenacity import (
     stop_after_attempt,
 )
 
-from ..errors import LangmemError, ProviderError, RateLimitedError
+from ...errors import LangmemError, ProviderError, RateLimitedError
 
 __all__ = [
     "Batch",

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
 
-from ..errors import DamagedMemoryError
+from ...errors import DamagedMemoryError
 from . import policy
 from .checks import shown
 from .models import (
@@ -265,7 +265,7 @@ def value_problem(cls: type[MemoryRecord], value: dict[str, Any]) -> str | None:
     Unknown keys are never a problem (they are kept as ``extra``).
 
     Examples:
-        >>> from langmem_ext.engine.models import Fact
+        >>> from langmem_ext.engine import Fact
         >>> value_problem(Fact, {"kind": "fact", "content": "x", "tags": "a"})
         "tags must be a list of strings, got 'a'"
         >>> value_problem(Note, {"content": {"any": "structure"}}) is None

@@ -80,9 +80,9 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from .._langgraph import config_runtime
-from ..errors import ConfigurationError
-from .checks import check_mapping, run_config, shown
+from ..._langgraph import config_runtime
+from ...errors import ConfigurationError
+from ..records.checks import check_mapping, run_config, shown
 
 __all__ = [
     "IDENTITY_KEYS",
