@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+import unicodedata
 from datetime import date, datetime, timedelta, timezone
 
 import pytest
@@ -271,6 +272,12 @@ def test_monday_said_on_a_monday_is_a_week_before():
     assert resolve_when("on Sunday", mon).start == D("2026-03-08")
 
 
+def test_decomposed_accents_keep_the_phrase_in_place():
+    text = unicodedata.normalize("NFD", "Nach München bin ich vor zwei Wochen gezogen")
+    w = resolve_when(text, TUE, languages=["de"])
+    assert (w.phrase, w.start) == ("vor zwei Wochen", D("2026-02-23"))
+
+
 def test_the_label_shows_the_precision():
     assert resolve_when("two weeks ago", TUE).label() == "2026-W09"
     assert resolve_when("from 2019 to 2021", TUE).label() == "2019..2021"
@@ -372,13 +379,16 @@ def test_reconcile_uses_the_models_date_only_when_the_text_has_none():
         assert when is None and "could not be read" in note
 
 
-def test_reconcile_reports_a_start_the_text_does_not_give():
+def test_reconcile_compares_starts_with_starts_and_ends_with_ends():
     until = resolve_when("I lived in Paris until 2021", TUE)
     when, note = reconcile(until, "2015", TUE)
-    assert when is until and "only an end" in note
+    assert when is until and "not the same kind" in note
     assert reconcile(until, "until 2021", TUE) == (until, None)  # the model's end agrees
     when, note = reconcile(until, "until 2019", TUE)
     assert when is until and "differ" in note
+    since = resolve_when("since 2019", TUE)
+    when, note = reconcile(since, "until 2021", TUE)
+    assert when is since and "not the same kind" in note
     with pytest.raises(InvalidValueError, match="reference"):
         reconcile(until, "2021", datetime(2026, 1, 1))
 

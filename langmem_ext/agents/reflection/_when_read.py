@@ -51,8 +51,9 @@ _BREAK = re.compile(r"[.;:!?\n]")  # sentence punctuation between two tokens
 
 
 def tokens(text: str) -> list[Token]:
+    """The words of ``text`` (NFC-normalized by the caller: offsets are in it)."""
     out = []
-    for m in _TOKEN.finditer(unicodedata.normalize("NFC", text)):
+    for m in _TOKEN.finditer(text):
         kind = m.lastgroup or "other"
         t = m.group().casefold().replace("’", "'")
         if kind == "digits":
@@ -105,7 +106,7 @@ class _Vocab:
 
 
 def _split(phrase: str) -> list[str]:
-    return [t.text for t in tokens(phrase)]
+    return [t.text for t in tokens(unicodedata.normalize("NFC", phrase))]
 
 
 def _phrases(items: Iterable[str]) -> re.Pattern[str] | None:

@@ -90,6 +90,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timezone
@@ -209,6 +210,7 @@ def resolve_when(
     if not isinstance(text, str):
         raise InvalidValueError(f"text must be a string, got {type(text).__name__}")
     langs = _languages(languages)
+    text = unicodedata.normalize("NFC", text)  # the offsets of the tokens are in this text
     toks = tokens(text)
     if not toks:
         return None
@@ -561,16 +563,17 @@ def reconcile(
         return parsed, (
             f"the model's date {given!r} could not be read; kept the text's {parsed.label()}"
         )
-    mine = (parsed.start, parsed.precision)
-    if parsed.start is None:
-        if model.start is not None and model.end is None:
-            return parsed, (
-                f"the text gives only an end ({parsed.label()}, {parsed.phrase!r}); "
-                f"the model's start {given!r} was not used"
-            )
+    # Like with like: two starts, or (from "until ...") two ends.
+    if parsed.start is not None and model.start is not None:
+        mine, theirs = (parsed.start, parsed.precision), (model.start, model.precision)
+    elif parsed.start is None and model.start is None and parsed.end and model.end:
         mine = (parsed.end, parsed.end_precision or parsed.precision)
-    theirs = (model.start or model.end, model.precision)
-    assert mine[0] is not None and theirs[0] is not None
+        theirs = (model.end, model.end_precision or model.precision)
+    else:
+        return parsed, (
+            f"the text's date {parsed.label()} ({parsed.phrase!r}) and the model's {given!r} "
+            f"({model.label()}) are not the same kind (a start, an end); kept the text's"
+        )
     coarse = max(mine[1], theirs[1], key=ORDER.__getitem__)
     if floor(mine[0].date(), coarse) != floor(theirs[0].date(), coarse):
         return parsed, (
