@@ -37,7 +37,8 @@ class Token:
     shape: str  # "word", "number", "year", "ordinal", "dotted", "numdate", "time", "other"
 
 
-_TOKEN = re.compile(
+# Compiled at the first text read, not when the reflection package is imported.
+_TOKEN = (
     r"(?P<year>\d{4})(?=\s*[-–—]\s*\d{4}(?!\d))"  # 2019 of "2019-2021"
     r"|(?P<numdate>\d{1,4}(?:[./-]\d{1,4}){1,2})(?![\d./-]*\d)"
     r"|(?P<time>\d{1,2}:\d{2}(?:\s?[ap]\.?m\.?)?|\d{1,2}\s?[ap]\.?m\.?(?!\w)|\d{1,2}h(?:\d{2})?)(?!\w)"
@@ -47,13 +48,14 @@ _TOKEN = re.compile(
     r"|(?P<word>[^\W\d_]+(?:-[^\W\d_]+)*['’]?)"
     r"|(?P<other>\w+)"
 )
+
 _BREAK = re.compile(r"[.;:!?\n]")  # sentence punctuation between two tokens
 
 
 def tokens(text: str) -> list[Token]:
     """The words of ``text`` (NFC-normalized by the caller: offsets are in it)."""
     out = []
-    for m in _TOKEN.finditer(text):
+    for m in _compiled(_TOKEN).finditer(text):
         kind = m.lastgroup or "other"
         t = m.group().casefold().replace("’", "'")
         if kind == "digits":
@@ -62,6 +64,11 @@ def tokens(text: str) -> list[Token]:
             kind = "other"  # "2.0", "3.5", "12/03", "03/04/2021": not sure dates
         out.append(Token(t, m.start(), m.end(), kind))
     return out
+
+
+@cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
 
 
 def _numdate(t: str) -> date | None:

@@ -13,6 +13,7 @@ with ``$``: they are matched against the text just before a date.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 
 __all__ = [
     "FROM_BEFORE",
@@ -31,11 +32,34 @@ __all__ = [
     "STOPWORDS",
     "UNTIL_BEFORE",
     "WEEKDAY_NEEDS_GLUE",
+    "Patterns",
 ]
 
 
-def _before(pattern: str) -> re.Pattern[str]:
-    return re.compile(rf"(?:^|[^\w'’])(?P<cue>{pattern})\s*$")
+class Patterns(Mapping[str, "re.Pattern[str]"]):
+    """Regular expressions by language, each compiled at its first use: the
+    module is imported with the reflection package, the patterns are needed
+    only when a date is read."""
+
+    def __init__(self, sources: Mapping[str, str]) -> None:
+        self._sources = dict(sources)
+        self._compiled: dict[str, re.Pattern[str]] = {}
+
+    def __getitem__(self, lang: str) -> re.Pattern[str]:
+        pattern = self._compiled.get(lang)
+        if pattern is None:
+            pattern = self._compiled[lang] = re.compile(self._sources[lang])
+        return pattern
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._sources)
+
+    def __len__(self) -> int:
+        return len(self._sources)
+
+
+def _before(pattern: str) -> str:
+    return rf"(?:^|[^\w'’])(?P<cue>{pattern})\s*$"
 
 
 #: Articles and prepositions a date may start with ("on the 3rd", "am 3.",
@@ -129,78 +153,92 @@ STOPWORDS: dict[str, frozenset[str]] = {
 #: "since": the fact still holds (``open_ended``). "desde hace", "seit" and
 #: "depuis" also take a bare duration ("seit drei Jahren"): the start is
 #: that long before the turn.
-SINCE_BEFORE: dict[str, re.Pattern[str]] = {
-    "en": _before(r"(?:ever\s+)?since"),
-    "de": _before(r"seit|seitdem"),
-    "es": _before(r"desde"),
-    "fr": _before(r"depuis"),
-    "pt": _before(r"desde"),
-    "it": _before(r"da|dal|dalla|dall['’]|dai|dagli|sin\s+da|fin\s+da"),
-    "nl": _before(r"sinds|vanaf"),
-}
+SINCE_BEFORE = Patterns(
+    {
+        "en": _before(r"(?:ever\s+)?since"),
+        "de": _before(r"seit|seitdem"),
+        "es": _before(r"desde"),
+        "fr": _before(r"depuis"),
+        "pt": _before(r"desde"),
+        "it": _before(r"da|dal|dalla|dall['’]|dai|dagli|sin\s+da|fin\s+da"),
+        "nl": _before(r"sinds|vanaf"),
+    }
+)
 
 #: "until": the fact stopped holding then (``end``).
-UNTIL_BEFORE: dict[str, re.Pattern[str]] = {
-    "en": _before(r"until|till|'til"),
-    "de": _before(r"bis|bis\s+zum|bis\s+zur"),
-    "es": _before(r"hasta"),
-    "fr": _before(r"jusqu['’]\s*(?:à|au|en)|jusqu['’]"),
-    "pt": _before(r"até"),
-    "it": _before(r"fino\s+(?:a|al|alla|all['’])|fino"),
-    "nl": _before(r"tot|tot\s+en\s+met"),
-}
+UNTIL_BEFORE = Patterns(
+    {
+        "en": _before(r"until|till|'til"),
+        "de": _before(r"bis|bis\s+zum|bis\s+zur"),
+        "es": _before(r"hasta"),
+        "fr": _before(r"jusqu['’]\s*(?:à|au|en)|jusqu['’]"),
+        "pt": _before(r"até"),
+        "it": _before(r"fino\s+(?:a|al|alla|all['’])|fino"),
+        "nl": _before(r"tot|tot\s+en\s+met"),
+    }
+)
 
 #: Words that may open a range ("from 2019 to 2021", "entre 2019 y 2021").
-FROM_BEFORE: dict[str, re.Pattern[str]] = {
-    "en": _before(r"from|between"),
-    "de": _before(r"von|vom|zwischen|ab"),
-    "es": _before(r"de|desde|entre"),
-    "fr": _before(r"de|du|depuis|entre"),
-    "pt": _before(r"de|desde|entre|do|da"),
-    "it": _before(r"da|dal|dalla|tra|fra"),
-    "nl": _before(r"van|vanaf|tussen"),
-}
+FROM_BEFORE = Patterns(
+    {
+        "en": _before(r"from|between"),
+        "de": _before(r"von|vom|zwischen|ab"),
+        "es": _before(r"de|desde|entre"),
+        "fr": _before(r"de|du|depuis|entre"),
+        "pt": _before(r"de|desde|entre|do|da"),
+        "it": _before(r"da|dal|dalla|tra|fra"),
+        "nl": _before(r"van|vanaf|tussen"),
+    }
+)
 
 #: The second date of a range whose first could not be read ("from 3 to 10
 #: May", "del 3 al 10 de mayo"): not a date of its own.
-LOST_START_BEFORE: dict[str, re.Pattern[str]] = {
-    "en": _before(r"to|through|thru|-|–|—"),
-    "de": _before(r"-|–|—"),
-    "es": _before(r"al|-|–|—"),
-    "fr": _before(r"au|-|–|—"),
-    "pt": _before(r"ao|-|–|—"),
-    "it": _before(r"al|alla|-|–|—"),
-    "nl": _before(r"-|–|—"),
-}
+LOST_START_BEFORE = Patterns(
+    {
+        "en": _before(r"to|through|thru|-|–|—"),
+        "de": _before(r"-|–|—"),
+        "es": _before(r"al|-|–|—"),
+        "fr": _before(r"au|-|–|—"),
+        "pt": _before(r"ao|-|–|—"),
+        "it": _before(r"al|alla|-|–|—"),
+        "nl": _before(r"-|–|—"),
+    }
+)
 
 #: The whole text between the two dates of a range.
-RANGE_BETWEEN: dict[str, re.Pattern[str]] = {
-    "en": re.compile(r"^\s*(?:to|until|till|through|thru|and|-|–|—)\s*(?:the\s+)?$"),
-    "de": re.compile(r"^\s*(?:bis|bis\s+zum|bis\s+zur|und|-|–|—)\s*$"),
-    "es": re.compile(r"^\s*(?:a|al|hasta|y|-|–|—)\s*(?:el\s+|la\s+)?$"),
-    "fr": re.compile(r"^\s*(?:à|au|jusqu['’]\s*(?:à|au|en)|et|-|–|—)\s*(?:la\s+|le\s+)?$"),
-    "pt": re.compile(r"^\s*(?:a|ao|à|até|e|-|–|—)\s*(?:o\s+|a\s+)?$"),
-    "it": re.compile(r"^\s*(?:a|al|alla|all['’]|e|-|–|—)\s*$"),
-    "nl": re.compile(r"^\s*(?:tot|en|-|–|—)\s*$"),
-}
+RANGE_BETWEEN = Patterns(
+    {
+        "en": r"^\s*(?:to|until|till|through|thru|and|-|–|—)\s*(?:the\s+)?$",
+        "de": r"^\s*(?:bis|bis\s+zum|bis\s+zur|und|-|–|—)\s*$",
+        "es": r"^\s*(?:a|al|hasta|y|-|–|—)\s*(?:el\s+|la\s+)?$",
+        "fr": r"^\s*(?:à|au|jusqu['’]\s*(?:à|au|en)|et|-|–|—)\s*(?:la\s+|le\s+)?$",
+        "pt": r"^\s*(?:a|ao|à|até|e|-|–|—)\s*(?:o\s+|a\s+)?$",
+        "it": r"^\s*(?:a|al|alla|all['’]|e|-|–|—)\s*$",
+        "nl": r"^\s*(?:tot|en|-|–|—)\s*$",
+    }
+)
 
 #: A weekday that happens every week ("every Monday", "los lunes", "le
 #: lundi", "il lunedì") is a habit, not a date.
-HABITUAL_BEFORE: dict[str, re.Pattern[str]] = {
-    "en": _before(r"every|each"),
-    "de": _before(r"jeden|jede|jedes|immer"),
-    "es": _before(r"cada|los|las|todos\s+los|todas\s+las"),
-    "fr": _before(r"chaque|tous\s+les|le"),
-    "pt": _before(r"cada|toda|todas\s+as|todos\s+os|às|aos|as|os"),
-    "it": _before(r"ogni|il|tutti\s+i|i"),
-    "nl": _before(r"elke|iedere|ieder"),
-}
+HABITUAL_BEFORE = Patterns(
+    {
+        "en": _before(r"every|each"),
+        "de": _before(r"jeden|jede|jedes|immer"),
+        "es": _before(r"cada|los|las|todos\s+los|todas\s+las"),
+        "fr": _before(r"chaque|tous\s+les|le"),
+        "pt": _before(r"cada|toda|todas\s+as|todos\s+os|às|aos|as|os"),
+        "it": _before(r"ogni|il|tutti\s+i|i"),
+        "nl": _before(r"elke|iedere|ieder"),
+    }
+)
 
 #: "for the last month", "in the past two weeks": a stretch of time up to
 #: the turn, not when something happened.
-PERIOD_BEFORE: dict[str, re.Pattern[str]] = {
-    "en": _before(r"(?:for|over|during|within|throughout)(?:\s+the)?|in\s+the"),
-}
+PERIOD_BEFORE = Patterns(
+    {
+        "en": _before(r"(?:for|over|during|within|throughout)(?:\s+the)?|in\s+the"),
+    }
+)
 
 #: "the last month of the year", "la semana pasada del curso": a noun, not
 #: a date relative to the turn.
@@ -216,15 +254,17 @@ OF: dict[str, frozenset[str]] = {
 
 #: Days that come back every year. A date without a year beside one ("my
 #: birthday is on 3 May") says when it recurs, not when a fact began.
-RECURRING: dict[str, re.Pattern[str]] = {
-    "en": re.compile(r"\b(?:birthday|anniversary|name\s*day|holiday)s?\b"),
-    "de": re.compile(r"(?:geburtstag|jahrestag|namenstag|feiertag)"),
-    "es": re.compile(r"\b(?:cumpleaños|aniversario|santo|festivo)\b"),
-    "fr": re.compile(r"\b(?:anniversaire|fête|férié)s?\b"),
-    "pt": re.compile(r"\b(?:aniversário|aniversario)s?\b"),
-    "it": re.compile(r"\b(?:compleanno|anniversario|onomastico)\b"),
-    "nl": re.compile(r"(?:verjaardag|jubileum|trouwdag)"),
-}
+RECURRING = Patterns(
+    {
+        "en": r"\b(?:birthday|anniversary|name\s*day|holiday)s?\b",
+        "de": r"(?:geburtstag|jahrestag|namenstag|feiertag)",
+        "es": r"\b(?:cumpleaños|aniversario|santo|festivo)\b",
+        "fr": r"\b(?:anniversaire|fête|férié)s?\b",
+        "pt": r"\b(?:aniversário|aniversario)s?\b",
+        "it": r"\b(?:compleanno|anniversario|onomastico)\b",
+        "nl": r"(?:verjaardag|jubileum|trouwdag)",
+    }
+)
 
 #: Languages where a weekday on its own needs its preposition or article
 #: ("on Monday", "am Montag", "el lunes", "na segunda"): "Sunday roast",
@@ -235,35 +275,38 @@ WEEKDAY_NEEDS_GLUE = frozenset({"en", "de", "es", "pt"})
 #: ("in January", "on Monday", "on the 3rd") is read as the most recent one;
 #: in a sentence about the future that reading is likely wrong, so the date
 #: stays unknown.
-FUTURE: dict[str, re.Pattern[str]] = {
-    "en": re.compile(
-        r"\b(?:will|won't|shall|going\s+to|gonna|plan(?:s|ning)?\s+to|due|coming|upcoming)\b|'ll\b"
-    ),
-    "de": re.compile(r"\b(?:werde|wirst|wird|werden|werdet|nächst\w*|kommend\w*)\b"),
-    "es": re.compile(
-        r"\b(?:voy|vas|va|vamos|vais|van)\s+a\b|\w+(?:aré|arás|ará|aremos|arán)\b"
-        r"|\bpróxim[oa]s?\b|\bque\s+viene\b|\bsiguiente\b"
-    ),
-    "fr": re.compile(
-        r"\b(?:vais|vas|va|allons|allez|vont)\b|\w+(?:erai|eras|era|erons|eront)\b"
-        r"|\bprochaine?s?\b"
-    ),
-    "pt": re.compile(
-        r"\b(?:vou|vais|vai|vamos|vão)\b|\w+(?:arei|ará|aremos|arão)\b|\bpróxim[oa]s?\b"
-    ),
-    "it": re.compile(r"\b(?:andrò|farò|sarò)\b|\w+(?:erò|irò|erà|irà|eremo)\b|\bprossim[oa]\b"),
-    "nl": re.compile(r"\b(?:zal|zul|zult|zullen|ga|gaat|gaan|volgende|komende)\b"),
-}
+FUTURE = Patterns(
+    {
+        "en": (
+            r"\b(?:will|won't|shall|going\s+to|gonna|plan(?:s|ning)?\s+to|due|coming|upcoming)\b"
+            r"|'ll\b"
+        ),
+        "de": r"\b(?:werde|wirst|wird|werden|werdet|nächst\w*|kommend\w*)\b",
+        "es": (
+            r"\b(?:voy|vas|va|vamos|vais|van)\s+a\b|\w+(?:aré|arás|ará|aremos|arán)\b"
+            r"|\bpróxim[oa]s?\b|\bque\s+viene\b|\bsiguiente\b"
+        ),
+        "fr": (
+            r"\b(?:vais|vas|va|allons|allez|vont)\b|\w+(?:erai|eras|era|erons|eront)\b"
+            r"|\bprochaine?s?\b"
+        ),
+        "pt": r"\b(?:vou|vais|vai|vamos|vão)\b|\w+(?:arei|ará|aremos|arão)\b|\bpróxim[oa]s?\b",
+        "it": r"\b(?:andrò|farò|sarò)\b|\w+(?:erò|irò|erà|irà|eremo)\b|\bprossim[oa]\b",
+        "nl": r"\b(?:zal|zul|zult|zullen|ga|gaat|gaan|volgende|komende)\b",
+    }
+)
 
 #: A day of the month alone ("on the 3rd", "am 3.", "el 3", "le 1er"); the
 #: group is the day. An ordinal suffix or an article is required: a bare
 #: number is never a date.
-ORDINAL_DAY: dict[str, re.Pattern[str]] = {
-    "en": re.compile(r"^(?:on\s+)?the\s+(\d{1,2})(?:st|nd|rd|th)$"),
-    "de": re.compile(r"^(?:am|dem|den|zum|vom)\s+(\d{1,2})\.$"),
-    "es": re.compile(r"^(?:el\s+)(?:día\s+)?(\d{1,2})$"),
-    "fr": re.compile(r"^(?:le|du|au)\s+(\d{1,2})(?:er)?$"),
-    "pt": re.compile(r"^(?:no\s+|o\s+)?dia\s+(\d{1,2})$"),
-    "it": re.compile(r"^(?:il|l['’])\s*(\d{1,2})$"),
-    "nl": re.compile(r"^(?:op\s+)?de\s+(\d{1,2})(?:e|ste|de)$"),
-}
+ORDINAL_DAY = Patterns(
+    {
+        "en": r"^(?:on\s+)?the\s+(\d{1,2})(?:st|nd|rd|th)$",
+        "de": r"^(?:am|dem|den|zum|vom)\s+(\d{1,2})\.$",
+        "es": r"^(?:el\s+)(?:día\s+)?(\d{1,2})$",
+        "fr": r"^(?:le|du|au)\s+(\d{1,2})(?:er)?$",
+        "pt": r"^(?:no\s+|o\s+)?dia\s+(\d{1,2})$",
+        "it": r"^(?:il|l['’])\s*(\d{1,2})$",
+        "nl": r"^(?:op\s+)?de\s+(\d{1,2})(?:e|ste|de)$",
+    }
+)
