@@ -77,6 +77,8 @@ DATED = [
     ("Born 25.12.1990", None, TUE, "1990-12-25", None, "day", ""),  # dotted: day first
     ("Born 12/25/1990", None, TUE, "1990-12-25", None, "day", ""),  # 25 is no month
     ("It happened on Tuesday the 3rd", None, TUE, "2026-03-03", None, "day", ""),
+    # the tense is not read (only "will", "going to", ...): last March, as documented
+    ("On 12 March I have an exam", None, TUE, "2025-03-12", None, "day", ""),
     # German
     ("Ich bin letzten Monat nach München gezogen", None, TUE, "2026-02-01", None, "month", ""),
     ("Seit 2019 wohne ich in Berlin", None, TUE, "2019-01-01", None, "year", "open"),

@@ -31,6 +31,8 @@ _MAX_SPAN = 7  # tokens in one date expression ("the day before yesterday at 5 p
 
 @dataclass(frozen=True)
 class Token:
+    """A word, number or date-shaped group of characters of the text."""
+
     text: str  # case-folded
     start: int
     end: int
@@ -209,8 +211,8 @@ def _fold(s: str) -> str:
 
 
 def guess(tokens: list[Token], langs: tuple[str, ...], *, given: bool) -> tuple[str, ...]:
-    # The caller's languages are tried in their order; without them, the
-    # languages whose common words the text uses most (all when it uses none).
+    """The languages to read the text in, in order: the caller's (``given``);
+    else those whose common words the text uses most, all when it uses none."""
     if given or len(langs) == 1:
         return langs
     counts = {lang: sum(t.text in words.STOPWORDS.get(lang, ()) for t in tokens) for lang in langs}
@@ -220,6 +222,8 @@ def guess(tokens: list[Token], langs: tuple[str, ...], *, given: bool) -> tuple[
 
 @dataclass(frozen=True)
 class Found:
+    """A date expression :func:`scan` accepted, not yet rounded or combined."""
+
     first: int  # token indexes
     last: int
     start: int  # character offsets in the text
@@ -232,6 +236,8 @@ class Found:
 
 
 def scan(text: str, tokens: list[Token], lang: str, base: datetime) -> list[Found]:
+    """The date expressions of ``text`` in ``lang``, left to right, none
+    overlapping; ``base`` is the speaker's wall-clock time (naive)."""
     v = _vocab(lang)
     known = [t.text in v.words if t.shape == "word" else t.shape != "other" for t in tokens]
     # dateparser's filler words ("and", "just", "about") never start a date.
@@ -503,6 +509,7 @@ def _day_of_month(d: int, today: date) -> date | None:
 
 
 def floor(d: date, precision: str) -> date:
+    """The first day of the period (a week starts on Monday) ``d`` is in."""
     if precision == "week":
         return d - timedelta(days=d.weekday())
     if precision == "month":
@@ -513,6 +520,7 @@ def floor(d: date, precision: str) -> date:
 
 
 def period_end(d: date, precision: str) -> date:
+    """The first day after the period that starts on ``d``."""
     if precision == "day":
         return d + timedelta(days=1)
     if precision == "week":

@@ -29,10 +29,11 @@ The fact started somewhere in ``[start, start + one precision unit)``.
 Dates without a year or a "last"/"next" ("in January", "on the 3rd") are the
 most recent such date not after the turn's day (a weekday: before it, so
 "on Monday" said on a Monday is a week before; "this Monday" is that day); in
-a sentence about the future ("I will...") that reading is likely wrong, so
-they stay unknown.
-Dates after the turn that the words make explicit ("next month", "in two
-weeks") are kept as plans (``future=True``).
+a sentence about the future ("I will...", "lundi prochain") that reading is
+likely wrong, so they stay unknown. Tense is not parsed otherwise: "On 12
+March I have an exam" is last March. Dates after the turn that the words
+make explicit ("next month", "in two weeks") are kept as plans
+(``future=True``).
 
 * "since 2019", "seit 2019", "desde hace dos años": ``start``, no ``end``,
   ``open_ended=True`` (it still holds);
@@ -44,18 +45,24 @@ weeks") are kept as plans (``future=True``).
   fact's own content, not a paragraph).
 
 **What is never a date here.** A bare number or quantity ("I have 3 cats",
-"room 12", "version 2.0", "5 km", "3.5"); a month or weekday name used as a
-word or abbreviated alone ("may I ask", "March on", "sun", "Sat", "jan", "sept"
-in French); a time of day without a day ("at 5pm", "in 5 minutes"); "now"
-(it says the fact holds, not since when); a duration without "ago" or
-"since" ("for two weeks", "one day", "3 days a week"); a habit ("every
-Monday", "los lunes", "le lundi"); a stretch up to now ("for the last
-month"); a day of the month without an article or ordinal ("on 3"), or one
-the last two months do not have ("the 31st" on 5 May); decades and centuries;
-numeric dates whose day and month can be read both ways ("03/04/2021"; dotted
-and ISO dates are unambiguous); years outside 1900-2200. "today" *is* a date
-(the turn's day): when a turn is reflected later, or a conversation is
-imported, it is the only place that day is written down.
+"room 12", "version 2.0", "5 km", "3.5"); a year or month alone without a
+preposition ("I walk 2000 steps", "may I ask", "March on", "the May Day
+parade"); an abbreviated name alone ("sun", "Sat", "jan", French "sept"); in
+English, German, Spanish and Portuguese a weekday without its preposition
+("Sunday roast", "Black Friday"); a time of day without a day ("at 5pm", "in
+5 minutes"); "now" (it says the fact holds, not since when); a duration
+without "ago" or "since" ("for two weeks", "one day", "3 days a week"); a
+habit ("every Monday", "los lunes", "le lundi"); a stretch up to now ("for
+the last month"); a noun ("the last month of the year"); a birthday or
+holiday without a year (it recurs); "from 2015" alone ("a car from 2015":
+made then, owned since when?) and the end of a range whose start cannot be
+read ("from 3 to 10 May"); a day of the month without an article or ordinal
+("on 3"), or one the last two months lack ("the 31st" on 5 May; "February
+30th"); decades and centuries; numeric dates whose day and month read both
+ways ("03/04/2021"; dotted and ISO dates are unambiguous); years outside
+1900-2200. "today" *is* a date (the turn's day): when a turn is reflected
+later, or a conversation is imported, it is the only place that day is
+written down.
 
 **Languages.** ``languages`` are dateparser's codes, tried in order. Without
 them the text's language is guessed among :data:`DEFAULT_LANGUAGES` from its
