@@ -37,6 +37,7 @@ from .identity.namespaces import (
 from .identity.tenancy import ADMIN_PERMISSION, ELEVATE_PERMISSION, MemoryContext, read_only
 from .operations import OPERATIONS
 from .operations.fields import add_fields, check_filter
+from .operations.knowledge import About
 from .operations.lifecycle import delete_ops, plan_revision, records_of, resolve_slot
 from .operations.loading import load_many, not_found
 from .operations.params import ScopeFilter, Tenant
@@ -60,6 +61,7 @@ from .records.checks import (
     shown,
 )
 from .records.decode import Damaged
+from .records.entities import Entity
 from .records.models import (
     Episode,
     Fact,
@@ -110,11 +112,13 @@ __all__ = [  # noqa: RUF022 -- grouped by what they are for, as the docs list th
     "read_only",
     "resolve_identity",
     # -- records -----------------------------------------------------------------------
+    "About",
     "CONTEXT_KEYS",
     "HISTORY_KEYS",
     "PROFILE_LAYER",
     "REFLECTION_SOURCE",
     "Damaged",
+    "Entity",
     "Episode",
     "Fact",
     "FactCandidate",

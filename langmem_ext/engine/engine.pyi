@@ -12,20 +12,35 @@ from pydantic.fields import Field
 
 from .identity.tenancy import MemoryContext
 from .operations.changes import Id, Kind, Reason
+from .operations.knowledge import About, EntityKind, EntityRef
 from .operations.profile import MaxFacts, Profile, Section, Sure, Threshold
 from .operations.profile_facts import FactCandidate, ProfileUpdate
 from .operations.provider import HealthStatus
 from .operations.reads import Cursor, Filter, Kinds, Limit20, ScopeFilter
 from .operations.retrieval import Hit, Page
-from .operations.searching import BumpRefs, LayerNames, Limit10, MinConfidence, Mode, Offset, Query
+from .operations.searching import (
+    AsOf,
+    BumpRefs,
+    Expand,
+    LayerNames,
+    Limit10,
+    MinConfidence,
+    Mode,
+    Offset,
+    Query,
+    ValidDuring,
+)
 from .operations.writes import (
     BulkItems,
     Category,
     Confidence,
     Content,
+    DerivedFrom,
     Importance,
+    InvalidAt,
     LayerName,
     Metadata,
+    Object,
     Permanence,
     Predicate,
     Provenance,
@@ -35,7 +50,9 @@ from .operations.writes import (
     Tags,
     Tenant,
     Text,
+    ValidAt,
 )
+from .records.entities import Entity
 from .records.models import Episode, Fact, MemoryEvent, MemoryRecord, Note, Rule
 from .runtime.config import EngineConfig
 from .runtime.engine_base import EngineBase
@@ -87,11 +104,16 @@ class MemoryEngine(EngineBase):
         layer: LayerName = ...,
         scope: Scope = ...,
         tags: Tags = ...,
+        object: Object = ...,
+        valid_at: ValidAt = ...,
+        invalid_at: InvalidAt = ...,
+        derived_from: DerivedFrom = ...,
         provenance: Provenance = ...,
         tenant: Tenant = ...,
     ) -> Fact:
         """Store a fact about a subject; a newer fact with the same subject and predicate
-        replaces the older one, which stays in the history."""
+        replaces the older one, which stays in the history. Subject and object become
+        entities ("my sister Clara", "Clara" and "Clara Weber" are one person)."""
     async def astore_fact(
         self,
         ctx: Ctx,
@@ -107,6 +129,10 @@ class MemoryEngine(EngineBase):
         layer: LayerName = ...,
         scope: Scope = ...,
         tags: Tags = ...,
+        object: Object = ...,
+        valid_at: ValidAt = ...,
+        invalid_at: InvalidAt = ...,
+        derived_from: DerivedFrom = ...,
         provenance: Provenance = ...,
         tenant: Tenant = ...,
     ) -> Fact:
@@ -122,6 +148,13 @@ class MemoryEngine(EngineBase):
         layer: LayerName = ...,
         scope: Scope = ...,
         tags: Tags = ...,
+        valid_at: Annotated[
+            ValidAt, Field(description="When it happened (ISO date or time); default: now.")
+        ] = ...,
+        invalid_at: Annotated[
+            InvalidAt, Field(description="When it ended, if it lasted (ISO date or time).")
+        ] = ...,
+        derived_from: DerivedFrom = ...,
         tenant: Tenant = ...,
     ) -> Episode:
         """Store an episode: something that happened in this session. It is forgotten after 7
@@ -137,6 +170,13 @@ class MemoryEngine(EngineBase):
         layer: LayerName = ...,
         scope: Scope = ...,
         tags: Tags = ...,
+        valid_at: Annotated[
+            ValidAt, Field(description="When it happened (ISO date or time); default: now.")
+        ] = ...,
+        invalid_at: Annotated[
+            InvalidAt, Field(description="When it ended, if it lasted (ISO date or time).")
+        ] = ...,
+        derived_from: DerivedFrom = ...,
         tenant: Tenant = ...,
     ) -> Episode:
         """Async :meth:`store_episode`."""
@@ -149,6 +189,7 @@ class MemoryEngine(EngineBase):
         layer: LayerName = ...,
         scope: Scope = ...,
         tags: Tags = ...,
+        derived_from: DerivedFrom = ...,
         tenant: Tenant = ...,
     ) -> Rule:
         """Store a rule for how to behave; it starts as a candidate (confidence 0.5) and
@@ -162,6 +203,7 @@ class MemoryEngine(EngineBase):
         layer: LayerName = ...,
         scope: Scope = ...,
         tags: Tags = ...,
+        derived_from: DerivedFrom = ...,
         tenant: Tenant = ...,
     ) -> Rule:
         """Async :meth:`store_rule`."""
@@ -369,10 +411,13 @@ class MemoryEngine(EngineBase):
         layers: LayerNames = ...,
         tags: Annotated[Tags, Field(description="Only memories with one of these tags.")] = ...,
         filter: Filter = ...,
+        as_of: AsOf = ...,
+        valid_during: ValidDuring = ...,
         tenant: Tenant = ...,
     ) -> builtins.list[Hit]:
         """Search your memories (notes, facts, episodes and rules) by relevance; keyword mode
-        returns only memories that contain the words."""
+        returns only memories that contain the words; ``as_of`` / ``valid_during`` search
+        what held then, replaced facts included."""
     async def asearch(
         self,
         ctx: Ctx,
@@ -387,6 +432,8 @@ class MemoryEngine(EngineBase):
         layers: LayerNames = ...,
         tags: Annotated[Tags, Field(description="Only memories with one of these tags.")] = ...,
         filter: Filter = ...,
+        as_of: AsOf = ...,
+        valid_during: ValidDuring = ...,
         tenant: Tenant = ...,
     ) -> builtins.list[Hit]:
         """Async :meth:`search`."""
@@ -447,11 +494,15 @@ class MemoryEngine(EngineBase):
         types: Kinds = ...,
         *,
         layers: LayerNames = ...,
+        as_of: AsOf = ...,
+        valid_during: ValidDuring = ...,
+        expand: Expand = ...,
         bump_refs: BumpRefs = ...,
         tenant: Tenant = ...,
     ) -> builtins.list[Hit]:
         """Recall what is most useful for a request: memories ranked by relevance, importance,
-        recency and confidence. Use this first when you need to remember something."""
+        recency and confidence, with what is known about the people, places and things the
+        request names. Use this first when you need to remember something."""
     async def arecall(
         self,
         ctx: Ctx,
@@ -462,6 +513,9 @@ class MemoryEngine(EngineBase):
         types: Kinds = ...,
         *,
         layers: LayerNames = ...,
+        as_of: AsOf = ...,
+        valid_during: ValidDuring = ...,
+        expand: Expand = ...,
         bump_refs: BumpRefs = ...,
         tenant: Tenant = ...,
     ) -> builtins.list[Hit]:
@@ -494,6 +548,149 @@ class MemoryEngine(EngineBase):
         tenant: Tenant = ...,
     ) -> builtins.list[SearchItem]:
         """Async :meth:`search_items`."""
+    def entities(
+        self, ctx: Ctx, /, kind: EntityKind = ..., *, layer: LayerName = ..., tenant: Tenant = ...
+    ) -> builtins.list[Entity]:
+        """The people, places, organisations and things your facts are about, by name."""
+    async def aentities(
+        self, ctx: Ctx, /, kind: EntityKind = ..., *, layer: LayerName = ..., tenant: Tenant = ...
+    ) -> builtins.list[Entity]:
+        """Async :meth:`entities`."""
+    def about(
+        self, ctx: Ctx, /, entity: EntityRef, *, layer: LayerName = ..., tenant: Tenant = ...
+    ) -> About:
+        """What you know about one person, place or thing: its current facts and what they link
+        it to."""
+    async def aabout(
+        self, ctx: Ctx, /, entity: EntityRef, *, layer: LayerName = ..., tenant: Tenant = ...
+    ) -> About:
+        """Async :meth:`about`."""
+    def timeline(
+        self,
+        ctx: Ctx,
+        /,
+        subject: Subject,
+        predicate: Predicate,
+        *,
+        layer: LayerName = ...,
+        tenant: Tenant = ...,
+    ) -> builtins.list[Fact]:
+        """The values a subject's attribute took over time, oldest first, each with when it
+        held (``valid_at`` / ``invalid_at``): where Clara lived, and when."""
+    async def atimeline(
+        self,
+        ctx: Ctx,
+        /,
+        subject: Subject,
+        predicate: Predicate,
+        *,
+        layer: LayerName = ...,
+        tenant: Tenant = ...,
+    ) -> builtins.list[Fact]:
+        """Async :meth:`timeline`."""
+    def stale(
+        self, ctx: Ctx, /, types: Kinds = ..., *, layer: LayerName = ..., tenant: Tenant = ...
+    ) -> builtins.list[MemoryRecord]:
+        """Memories that may no longer hold because something they were derived from was
+        replaced or forgotten: review them (confirm, revise or forget)."""
+    async def astale(
+        self, ctx: Ctx, /, types: Kinds = ..., *, layer: LayerName = ..., tenant: Tenant = ...
+    ) -> builtins.list[MemoryRecord]:
+        """Async :meth:`stale`."""
+    def merge_entities(
+        self,
+        ctx: Ctx,
+        /,
+        into: Annotated[EntityRef, Field(description="The entity to keep (id or name).")],
+        other: Annotated[
+            EntityRef, Field(description="The entity that is the same one (id or name).")
+        ],
+        *,
+        layer: LayerName = ...,
+        tenant: Tenant = ...,
+    ) -> Entity:
+        """Say that two entities are one: the second's names, relations and facts go to the
+        first (their attributes then replace each other by date). Undo with
+        ``unmerge_entities``."""
+    async def amerge_entities(
+        self,
+        ctx: Ctx,
+        /,
+        into: Annotated[EntityRef, Field(description="The entity to keep (id or name).")],
+        other: Annotated[
+            EntityRef, Field(description="The entity that is the same one (id or name).")
+        ],
+        *,
+        layer: LayerName = ...,
+        tenant: Tenant = ...,
+    ) -> Entity:
+        """Async :meth:`merge_entities`."""
+    def unmerge_entities(
+        self,
+        ctx: Ctx,
+        /,
+        entity: Annotated[
+            str,
+            Field(min_length=1, description="The id of the entity that was merged into another."),
+        ],
+        *,
+        layer: LayerName = ...,
+        tenant: Tenant = ...,
+    ) -> Entity:
+        """Undo a merge: the merged entity is its own again, with the names, relations and
+        current facts it brought (facts a merge retired stay in the history, where
+        ``revise`` can bring them back)."""
+    async def aunmerge_entities(
+        self,
+        ctx: Ctx,
+        /,
+        entity: Annotated[
+            str,
+            Field(min_length=1, description="The id of the entity that was merged into another."),
+        ],
+        *,
+        layer: LayerName = ...,
+        tenant: Tenant = ...,
+    ) -> Entity:
+        """Async :meth:`unmerge_entities`."""
+    def split_entity(
+        self,
+        ctx: Ctx,
+        /,
+        entity: EntityRef,
+        aliases: Annotated[
+            builtins.list[str],
+            Field(min_length=1, description="The names that belong to another entity."),
+        ],
+        *,
+        name: Annotated[
+            str | None,
+            Field(pattern="\\S", description="The new entity's name (default: the first)."),
+        ] = ...,
+        layer: LayerName = ...,
+        tenant: Tenant = ...,
+    ) -> Entity:
+        """Say that some names of an entity are someone else: a new entity takes those names
+        and the facts whose subject or object was said with them. Undo with
+        ``merge_entities``."""
+    async def asplit_entity(
+        self,
+        ctx: Ctx,
+        /,
+        entity: EntityRef,
+        aliases: Annotated[
+            builtins.list[str],
+            Field(min_length=1, description="The names that belong to another entity."),
+        ],
+        *,
+        name: Annotated[
+            str | None,
+            Field(pattern="\\S", description="The new entity's name (default: the first)."),
+        ] = ...,
+        layer: LayerName = ...,
+        tenant: Tenant = ...,
+    ) -> Entity:
+        """Async :meth:`split_entity`."""
     def health_check(self) -> HealthStatus:
         """Whether the store answers a read: ``{"healthy", "latency_ms", "error"}``; a failing
         store gives ``healthy: False`` instead of raising."""

@@ -23,7 +23,7 @@ from ..runtime.env import Env
 from ..runtime.planning import paged
 from ..runtime.requests import Batch, Operation
 from .fields import check_content
-from .lifecycle import change, delete_ops, plan_revision, resolve_slot
+from .lifecycle import change, delete_ops, mark_stale, plan_revision, resolve_slot
 from .loading import load, load_many, not_found, refuse_damaged, require
 from .params import Content, Id, Kind, Metadata, Tags, Tenant, Text
 
@@ -128,6 +128,7 @@ def forget(c: Caller, type: Kind, id: Id, *, tenant: Tenant = None) -> Operation
     new, puts = change(env, old, new, "forgotten")
     yield Batch(puts)
     env.sized([old], -1)
+    yield from mark_stale(env, [old.id])
     return new
 
 
@@ -190,6 +191,7 @@ def revise(c: Caller, id: Id, content: Content, *, tenant: Tenant = None) -> Ope
         env.sized([old], -1)
         # Another writer may have put a fact in the slot meanwhile: the newest wins.
         yield from resolve_slot(env, env.layer_of(new), new.slot)
+        yield from mark_stale(env, [old.id])
     return new
 
 

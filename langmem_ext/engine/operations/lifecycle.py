@@ -30,27 +30,33 @@ Examples:
 
 from __future__ import annotations
 
-import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from langgraph.store.base import GetOp, PutOp
 
+from ...errors import MemoryNotFoundError
 from ..records import policy
 from ..records.checks import check_json
-from ..records.models import RECORD_TYPES, Fact, MemoryRecord
+from ..records.models import RECORD_TYPES, Fact, MemoryRecord, slot_of
+from ..records.times import check_order, check_when
 from ..runtime.env import Env, Layer
 from ..runtime.planning import paged, search_ops
 from ..runtime.requests import Batch, Operation
 from .fields import add_fields, check_any_content, check_content
-from .loading import free_fact_ids, refuse_damaged
+from .graph import dependants, link_fact
+from .loading import free_fact_ids, load_many, refuse_damaged
 
 __all__ = [
     "change",
+    "check_sources",
+    "check_times",
     "delete_ops",
     "diff",
     "kind_filter",
+    "mark_stale",
     "new_fact",
     "plan_revision",
     "records_of",
@@ -77,11 +83,6 @@ def change(env: Env, old: MemoryRecord, new: MemoryRecord, action: str, reason: 
     return new, [*writes, env.event(new, action, diff(old, new), reason)]
 
 
-def slot_of(layer_ref: str, subject: str, predicate: str) -> str:
-    key = "\x00".join((layer_ref, subject.strip().casefold(), predicate.strip().casefold()))
-    return hashlib.sha256(key.encode()).hexdigest()[:32]
-
-
 def new_fact(
     env: Env,
     subject: str,
@@ -96,11 +97,16 @@ def new_fact(
     scope: str = "global",
     tags: list[str] | None = None,
     provenance: dict[str, Any] | None = None,
+    valid_at: Any = None,
+    invalid_at: Any = None,
+    object: str | None = None,
+    derived_from: list[str] | None = None,
 ) -> Fact:
-    """A fact from checked arguments, not yet written (its content length and
-    provenance are checked here, before any store op)."""
+    """A fact from checked arguments, not yet written: its content length,
+    provenance and times are checked here, before any store op."""
     perm = policy.DEFAULT_PERMANENCE if permanence is None else permanence
     check_json("provenance", provenance)
+    start, end = check_times(valid_at, invalid_at)
     base = add_fields(env, content, layer, scope, tags)
     return Fact(
         **base,
@@ -114,12 +120,45 @@ def new_fact(
         decay_rate=policy.DECAY_RATES[perm],
         last_confirmed_at=env.stamp,
         provenance=dict(provenance or {}),
+        valid_at=start,
+        invalid_at=end,
+        object=object.strip() if object else None,
+        derived_from=list(dict.fromkeys(derived_from or ())),
     )
 
 
-def write_fact(env: Env, fact: Fact) -> Operation[tuple[Fact, list[str]]]:
-    """Write a new fact, then leave one current fact in its slot."""
-    yield Batch([env.put(fact), env.event(fact, "created")])
+def check_sources(env: Env, ids: Sequence[str] | None) -> Operation[list[str]]:
+    """``derived_from`` ids, each a memory of the caller (current or archived):
+    an id of another user's memory is as unknown as a missing one."""
+    wanted = list(dict.fromkeys(ids or ()))
+    if not wanted:
+        return []
+    found = yield from load_many(env, None, wanted)
+    missing = [i for i, r in zip(wanted, found, strict=True) if r is None]
+    if missing:
+        raise MemoryNotFoundError(
+            f"derived_from names no memory of yours: {', '.join(map(repr, missing))}; give the "
+            "ids of memories you have (search and listings give them)",
+            id=missing[0],
+        )
+    return wanted
+
+
+def check_times(valid_at: Any, invalid_at: Any) -> tuple[str | None, str | None]:
+    """``valid_at`` and ``invalid_at`` checked (zone, range) and in order."""
+    start = check_when("valid_at", valid_at)
+    end = check_when("invalid_at", invalid_at)
+    check_order("valid_at", start, "invalid_at", end)
+    return start, end
+
+
+def write_fact(
+    env: Env, fact: Fact, *, infer_sources: bool = False
+) -> Operation[tuple[Fact, list[str]]]:
+    """Write a new fact with its entities (:func:`.graph.link_fact`), then
+    leave one current fact in its slot."""
+    fact, entity_puts = yield from link_fact(env, fact, infer_sources=infer_sources)
+    yield Batch([*entity_puts, env.put(fact), env.event(fact, "created")])
     env.sized([fact], +1)
     superseded = yield from resolve_slot(env, env.layer_of(fact), fact.slot)
     return fact, superseded
@@ -138,7 +177,10 @@ def resolve_slot(env: Env, layer: Layer, slot: str) -> Operation[list[str]]:
     ]
     if len(active) < 2:
         return []
-    winner = max(active, key=lambda f: (f.created_at, f.id))
+    # A fact that says when it stopped holding ("lived in Paris until 2018")
+    # never retires one that still holds; otherwise the newest record wins.
+    # The order is total, so concurrent writers agree on the winner.
+    winner = max(active, key=lambda f: (_holds(f, env.stamp), f.created_at, f.id))
     losers = [f for f in active if f.id != winner.id]
     # Re-read the losers right before writing them: a confirm or forget that
     # landed since the search is built upon (a retracted fact stays retracted)
@@ -154,14 +196,33 @@ def resolve_slot(env: Env, layer: Layer, slot: str) -> Operation[list[str]]:
         if not isinstance(old, Fact) or old.validity != "active":
             continue
         new = replace(
-            old, validity="superseded", live=False, superseded_by=winner.id, valid_to=env.stamp
+            old,
+            validity="superseded",
+            live=False,
+            superseded_by=winner.id,
+            valid_to=env.stamp,
+            invalid_at=old.invalid_at or _ended_by(old, winner),
         )
         puts += change(env, old, new, "superseded")[1]
         changed.append(old)
     if puts:
         yield Batch(puts)
     env.sized(changed, -1)
+    yield from mark_stale(env, [f.id for f in changed])
     return [f.id for f in changed]
+
+
+def _holds(fact: Fact, now: str) -> bool:
+    return fact.invalid_at is None or fact.invalid_at > now
+
+
+def _ended_by(old: Fact, new: Fact) -> str | None:
+    """When ``old`` stopped holding, as its successor says: the successor's
+    ``valid_at`` when known and not before ``old``'s own (when that is known);
+    else unknown."""
+    if new.valid_at is not None and (old.valid_at is None or new.valid_at >= old.valid_at):
+        return new.valid_at
+    return None
 
 
 def plan_revision(
@@ -189,6 +250,19 @@ def plan_revision(
         scope=old.scope,
         tags=old.tags,
         provenance={**old.provenance, "replaces": old.id},
+    )
+    # A correction says the same thing better: it keeps the slot, the links
+    # and the world times of what it corrects.
+    successor = replace(
+        successor,
+        slot=old.slot,
+        object=old.object,
+        subject_entity=old.subject_entity,
+        object_entity=old.object_entity,
+        mentions=list(old.mentions),
+        valid_at=old.valid_at,
+        invalid_at=old.invalid_at,
+        derived_from=list(old.derived_from),
     )
     if _PROFILE_ID.fullmatch(old.id):  # a profile fact's successor keeps the id format
         [successor.id] = yield from free_fact_ids(env, env.layer_of(old), 1)
@@ -234,3 +308,39 @@ def kind_filter(env: Env, kinds: tuple[str, ...] | list[str]) -> dict[str, Any]:
     if len(kinds) == 1:
         return {"kind": kinds[0]}
     return {"kind": {"$in": list(kinds)}} if "$in" in env.caps.operators else {}
+
+
+#: How far a change reaches through ``derived_from``: dependants of dependants...
+STALE_DEPTH = 3
+
+
+def mark_stale(env: Env, changed: Sequence[str]) -> Operation[list[str]]:
+    """Mark stale what was derived from the memories ``changed`` (superseded,
+    retracted, forgotten), and what was derived from those, up to
+    :data:`STALE_DEPTH` steps; each with a ``stale`` audit event, nothing
+    deleted. Returns the ids marked."""
+    marked: list[str] = []
+    frontier = list(dict.fromkeys(changed))
+    for _ in range(STALE_DEPTH):
+        found = yield from dependants(env, frontier)
+        puts: list[PutOp] = []
+        nxt: list[str] = []
+        for layer, item in found:
+            rec = env.record(item, layer)
+            if rec.damaged or not rec.live or rec.id in marked:
+                continue
+            because = [i for i in frontier if i in getattr(rec, "derived_from", ())]
+            old_because = list(getattr(rec, "stale_because", ()))
+            new_because = list(dict.fromkeys([*old_because, *because]))
+            if new_because == old_because:
+                continue
+            stale: MemoryRecord = replace(rec, stale_because=new_because)  # type: ignore[call-arg]
+            puts += change(env, rec, stale, "stale", reason=", ".join(because))[1]
+            marked.append(rec.id)
+            nxt.append(rec.id)
+        if puts:
+            yield Batch(puts)
+        if not nxt:
+            break
+        frontier = nxt
+    return marked

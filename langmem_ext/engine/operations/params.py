@@ -14,6 +14,7 @@ Examples:
 
 from __future__ import annotations
 
+from datetime import date, datetime
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field
@@ -31,18 +32,22 @@ from ..records.policy import (
 from ..runtime.catalogue import Meta
 
 __all__ = [
+    "AsOf",
     "Category",
     "Confidence",
     "Content",
+    "DerivedFrom",
     "Filter",
     "Id",
     "Importance",
+    "InvalidAt",
     "Kind",
     "Kinds",
     "LayerName",
     "LayerNames",
     "Metadata",
     "Mode",
+    "Object",
     "Permanence",
     "Query",
     "Scope",
@@ -50,6 +55,8 @@ __all__ = [
     "Tags",
     "Tenant",
     "Text",
+    "ValidAt",
+    "ValidDuring",
 ]
 
 KindName = Literal["note", "fact", "episode", "rule"]
@@ -169,4 +176,52 @@ Tenant = Annotated[
         description="Admins only: the tenant to act in; another tenant needs an elevated admin.",
     ),
     Meta(admin=True),
+]
+
+#: A moment in the world: an ISO-8601 date ('2026-03-10') or time with a zone
+#: ('2026-03-10T09:00:00+00:00'), or a ``datetime`` with a zone (zone and
+#: range, 1900-2200, are checked by the operation: see ``records/times.py``).
+Moment = datetime | date | str
+ValidAt = Annotated[
+    Moment | None,
+    Field(
+        description="When it started to hold in the world, as an ISO date or time with a zone "
+        "('2026-03-10'); leave out when unknown."
+    ),
+]
+InvalidAt = Annotated[
+    Moment | None,
+    Field(
+        description="When it stopped holding in the world (ISO date or time with a zone); "
+        "leave out while it holds or when unknown."
+    ),
+]
+Object = Annotated[
+    str | None,
+    Field(
+        pattern=r"\S",
+        description="What the subject relates to, when it is a person, place or thing "
+        "(lives_in -> 'Lisbon'); it becomes an entity like the subject.",
+    ),
+]
+DerivedFrom = Annotated[
+    list[str] | None,
+    Field(
+        description="Ids of your memories this one follows from; when one of them is replaced "
+        "or forgotten, this one is marked stale."
+    ),
+]
+AsOf = Annotated[
+    Moment | None,
+    Field(
+        description="Only what held at this moment (ISO date or time with a zone), replaced "
+        "facts included: 'where did I live in 2024?'."
+    ),
+]
+ValidDuring = Annotated[
+    tuple[Moment | None, Moment | None] | None,
+    Field(
+        description="Only what held at some time in [start, end) (ISO dates or times; either "
+        "may be null for open)."
+    ),
 ]

@@ -44,11 +44,13 @@ from ..records.models import Fact, Note
 from ..runtime.catalogue import Caller, Meta, Spec, operation
 from ..runtime.requests import Batch, Operation
 from .fields import check_content
+from .graph import link_facts
 from .lifecycle import change, records_of, resolve_slot
 from .loading import free_fact_ids
 from .params import Category, Id, Tenant, Text
 from .profile_facts import (
     MERGED_SOURCES,
+    REFLECTION_SOURCE,
     FactCandidate,
     ProfileUpdate,
     SkippedFact,
@@ -305,6 +307,7 @@ def add_facts(
     puts: list[PutOp] = []
     merged: dict[str, Fact] = {}
     slots: list[str] = []
+    slotted: set[str] = set()
     new_count = sum(1 for cand in fresh if near_of.get(id(cand)) is None)
     ids = yield from free_fact_ids(env, profile_layer(env), new_count)
     for cand in fresh:
@@ -323,8 +326,23 @@ def add_facts(
             continue
         fact = profile_fact(env, cand, by_id.get(cand.replaces or ""), prov, ids.pop())
         out.added.append(fact)
-        puts += [env.put(fact), env.event(fact, "created")]
         if cand.subject or cand.predicate or (cand.replaces and cand.replaces in by_id):
+            slotted.add(fact.id)
+    # Subjects and objects become entities; a fact's slot follows its subject's.
+    out.added, entity_puts = yield from link_facts(
+        env, out.added, infer_sources=prov.get("source") == REFLECTION_SOURCE
+    )
+    # A correction takes the slot of the fact it replaces, whatever its subject was called.
+    out.added = [
+        replace(f, slot=by_id[f.provenance["replaces"]].slot)
+        if f.provenance.get("replaces") in by_id
+        else f
+        for f in out.added
+    ]
+    puts += entity_puts
+    for fact in out.added:
+        puts += [env.put(fact), env.event(fact, "created")]
+        if fact.id in slotted:
             slots.append(fact.slot)
     for fid, new in merged.items():
         done, ops = change(env, by_id[fid], new, "merged")

@@ -77,7 +77,7 @@ from ..records.scoring import best_first, text_similarity
 from ..runtime.env import Env, Layer
 from ..runtime.requests import Batch, Operation
 from .fields import add_fields, check_content
-from .lifecycle import change, records_of, slot_of
+from .lifecycle import change, check_times, records_of, slot_of
 from .loading import load, refuse_damaged
 
 __all__ = [
@@ -134,6 +134,11 @@ class FactCandidate:
     subject: str | None = None
     predicate: str | None = None
     replaces: str | None = None
+    #: When it started / stopped holding in the world (ISO text or a datetime).
+    valid_at: Any = None
+    invalid_at: Any = None
+    #: What the subject relates to ("Lisbon" for lives_in), when it is a thing.
+    object: str | None = None
 
 
 @dataclass(frozen=True)
@@ -189,11 +194,12 @@ def check_candidate(env: Env, c: FactCandidate | Mapping[str, Any]) -> FactCandi
     check_content(env, c.content)
     check_category(c.category)
     check_number("confidence", c.confidence, *policy.CONFIDENCE_RANGE)
-    for name in ("subject", "predicate", "replaces"):
+    for name in ("subject", "predicate", "replaces", "object"):
         v = getattr(c, name)
         if v is not None and (not isinstance(v, str) or not v.strip()):
             raise InvalidValueError(f"{name} must be a non-empty string or None, got {shown(v)}")
-    return c
+    start, end = check_times(c.valid_at, c.invalid_at)
+    return replace(c, valid_at=start, invalid_at=end)
 
 
 def ordered(facts: list[Fact]) -> list[Fact]:
@@ -306,6 +312,9 @@ def profile_fact(
         confidence=float(c.confidence),
         last_confirmed_at=env.stamp,
         provenance={**prov, **({"replaces": replaced.id} if replaced is not None else {})},
+        valid_at=c.valid_at,
+        invalid_at=c.invalid_at,
+        object=c.object.strip() if c.object else None,
     )
 
 

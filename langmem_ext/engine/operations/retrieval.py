@@ -21,13 +21,14 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from langgraph.store.base import GetOp, Item, PutOp
 
 from ..records.models import RECORD_TYPES, Fact, MemoryRecord, Rule
+from ..records.times import check_period, check_when, holds_at, overlaps
 from ..runtime.env import Env, Layer
 from ..runtime.planning import search_ops
 from ..runtime.requests import Batch, Operation
@@ -35,11 +36,13 @@ from ..runtime.requests import Batch, Operation
 __all__ = [
     "SEARCH_TYPES",
     "Hit",
+    "Owner",
     "Page",
     "bump",
     "collect",
     "descending",
     "effective_confidence",
+    "held",
     "layered_ops",
     "read_refs",
     "scopes_of",
@@ -77,7 +80,19 @@ class Hit:
             "confidence": None if self.confidence is None else round(self.confidence, 4),
             "layer": self.layer,
             "scope": self.record.scope,
+            **({"stale": True} if self.record.stale else {}),
+            **_times(self.record),
         }
+
+
+def _times(record: MemoryRecord) -> dict[str, Any]:
+    out = {}
+    for name in ("valid_at", "invalid_at"):
+        if getattr(record, name, None):
+            out[name] = getattr(record, name)
+    if not record.live:
+        out["current"] = False
+    return out
 
 
 @dataclass
@@ -137,27 +152,59 @@ def bump(env: Env, records: Sequence[MemoryRecord], counted: bool = False) -> Op
     return None
 
 
+class Owner(NamedTuple):
+    """What one store op of a logical search read: the layer, the namespace
+    (the layer's, or its archive), whether that namespace holds current
+    memories, and the Python check of conditions the store could not evaluate."""
+
+    layer: Layer
+    ns: tuple[str, ...]
+    live: bool
+    check: Callable[[Any], bool]
+
+
 def collect(
     env: Env,
     results: list[list[Any]],
-    owners: list[tuple[Layer, Any]],
+    owners: list[Owner],
     types: Sequence[str],
     scopes: list[str] | None = None,
+    when: Callable[[MemoryRecord], bool] | None = None,
 ) -> list[tuple[MemoryRecord, float | None]]:
-    """Retrievable records of ``types`` (and ``scopes``) found exactly in the
-    layer each op read."""
+    """Records of ``types`` (and ``scopes``) found exactly in the namespace
+    each op read: retrievable now, or, with ``when``, those it accepts (a
+    read "as of" a time: archived facts included, see :mod:`..records.times`)."""
     seen: dict[tuple[str, str], tuple[MemoryRecord, float | None]] = {}
-    for items, (layer, check) in zip(results, owners, strict=True):
+    for items, owner in zip(results, owners, strict=True):
         for item in items:
-            key = (layer.ref, item.key)
-            if key in seen or tuple(item.namespace) != layer.ns or not check(item.value):
+            key = (owner.layer.ref, item.key)
+            if key in seen or tuple(item.namespace) != owner.ns or not owner.check(item.value):
                 continue
-            rec = env.record(item, layer)
+            rec = env.record(item, owner.layer, owner.live)
             if scopes and rec.scope not in scopes:
                 continue
-            if rec.type in types and rec.retrievable(env.stamp):
+            if rec.type not in types:
+                continue
+            if when(rec) if when is not None else rec.retrievable(env.stamp):
                 seen[key] = (rec, item.score)
     return list(seen.values())
+
+
+def held(as_of: Any, valid_during: Any) -> Callable[[MemoryRecord], bool] | None:
+    """The check of a read of the past: what held at ``as_of`` and at some time
+    of ``valid_during`` (both checked here: zone, range, order); None for a
+    read of what holds now."""
+    at = check_when("as_of", as_of)
+    period = check_period("valid_during", valid_during)
+    if at is None and period is None:
+        return None
+
+    def check(record: MemoryRecord) -> bool:
+        if at is not None and not holds_at(record, at):
+            return False
+        return period is None or overlaps(record, *period)
+
+    return check
 
 
 def layered_ops(
@@ -169,28 +216,36 @@ def layered_ops(
     query: str | None,
     limit: int,
     mode: str | None,
-) -> tuple[list[Any], list[tuple[Layer, Any]]]:
+    *,
+    archived: bool = False,
+) -> tuple[list[Any], list[Owner]]:
+    """One logical search per layer (``archived``: and over its archived facts,
+    for reads of the past)."""
     ops: list[Any] = []
-    owners: list[tuple[Layer, Any]] = []
+    owners: list[Owner] = []
     any_of: dict[str, list[Any]] = {}
     if "note" not in types:
         any_of["kind"] = list(types)
     # Notes leave the default scope out of their value: filter them in Python.
     if scopes and "note" not in types:
         any_of["scope"] = scopes
-    for layer in layers:
+    places = [(la, la.ns, True, any_of) for la in layers]
+    if archived and "fact" in types:
+        past = {**any_of, "kind": ["fact"]}
+        places += [(la, env.meta(la, "archive"), False, past) for la in layers]
+    for layer, ns, live, conditions in places:
         o, check = search_ops(
             env.caps,
-            layer.ns,
+            ns,
             eq={},
-            any_of=any_of,
+            any_of=conditions,
             extra=extra,
             query=query,
             limit=limit,
             mode=mode,
         )
         ops += o
-        owners += [(layer, check)] * len(o)
+        owners += [Owner(layer, ns, live, check)] * len(o)
     return ops, owners
 
 

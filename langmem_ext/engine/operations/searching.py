@@ -30,7 +30,19 @@ from ..records.scoring import (
 from ..runtime.catalogue import Caller, Meta, Spec, operation
 from ..runtime.requests import Batch, Embed, Operation
 from .fields import check_filter
-from .params import Filter, Kinds, LayerNames, Mode, Query, ScopeFilter, Tags, Tenant
+from .graph import GRAPH_BONUS, neighbourhood
+from .params import (
+    AsOf,
+    Filter,
+    Kinds,
+    LayerNames,
+    Mode,
+    Query,
+    ScopeFilter,
+    Tags,
+    Tenant,
+    ValidDuring,
+)
 from .retrieval import (
     SEARCH_TYPES,
     Hit,
@@ -38,6 +50,7 @@ from .retrieval import (
     collect,
     descending,
     effective_confidence,
+    held,
     layered_ops,
     read_refs,
     scopes_of,
@@ -78,10 +91,13 @@ def search(
     layers: LayerNames = None,
     tags: Annotated[Tags, Field(description="Only memories with one of these tags.")] = None,
     filter: Filter = None,
+    as_of: AsOf = None,
+    valid_during: ValidDuring = None,
     tenant: Tenant = None,
 ) -> Operation[list[Hit]]:
     """Search your memories (notes, facts, episodes and rules) by relevance;
-    keyword mode returns only memories that contain the words.
+    keyword mode returns only memories that contain the words; ``as_of`` /
+    ``valid_during`` search what held then, replaced facts included.
 
     Examples:
         >>> from langmem_ext import SQLiteStore
@@ -97,13 +113,16 @@ def search(
     env = c.env(tenant)
     kinds = list(types or SEARCH_TYPES)
     filter = check_filter(filter)
+    when = held(as_of, valid_during)
     read = env.layers(layers)
-    fetch = limit * 3 + 10 if (tags or min_confidence is not None) else limit + 5
+    fetch = limit * 3 + 10 if (tags or min_confidence is not None or when) else limit + 5
     scopes = scopes_of(scope)
-    ops, owners = layered_ops(env, kinds, read, scopes, filter, query, fetch, mode)
+    ops, owners = layered_ops(
+        env, kinds, read, scopes, filter, query, fetch, mode, archived=when is not None
+    )
     results = yield Batch(ops)
     hits: list[Hit] = []
-    for rec, score in collect(env, results, owners, kinds, scopes):
+    for rec, score in collect(env, results, owners, kinds, scopes, when):
         conf = effective_confidence(rec, env)
         if not tags_ok(rec, tags) or unmatched(env, score, mode):
             continue
@@ -176,6 +195,14 @@ def search_layers(
     return out
 
 
+Expand = Annotated[
+    bool,
+    Field(
+        strict=True,
+        description="Also recall what is linked to the people, places and things the request "
+        "names (default true).",
+    ),
+]
 BumpRefs = Annotated[
     bool,
     Field(
@@ -196,35 +223,56 @@ def recall(
     types: Kinds = None,
     *,
     layers: LayerNames = None,
+    as_of: AsOf = None,
+    valid_during: ValidDuring = None,
+    expand: Expand = True,
     bump_refs: BumpRefs = True,
     tenant: Tenant = None,
 ) -> Operation[list[Hit]]:
     """Recall what is most useful for a request: memories ranked by relevance,
-    importance, recency and confidence. Use this first when you need to
+    importance, recency and confidence, with what is known about the people,
+    places and things the request names. Use this first when you need to
     remember something."""
-    # Composite score; notes and episodes count as sure. Bumps references.
+    # Composite score; notes and episodes count as sure; stale memories count
+    # half as sure. Bumps references.
     env = c.env(tenant)
     # Recall ranks by meaning: a blank request has none (search lists instead).
     check_text("query", query)
     kinds = list(types or SEARCH_TYPES)
+    when = held(as_of, valid_during)
     read = env.layers(layers)
     mode = env.config.recall_mode if env.caps.embeds and env.caps.modes else None
     scopes = scopes_of(scope)
-    ops, owners = layered_ops(env, kinds, read, scopes, None, query, limit * 3, mode)
+    ops, owners = layered_ops(
+        env, kinds, read, scopes, None, query, limit * 3, mode, archived=when is not None
+    )
     results = yield Batch(ops)
-    found = collect(env, results, owners, kinds, scopes)
+    found = collect(env, results, owners, kinds, scopes, when)
+    hops: dict[str, int] = {}
+    if expand and env.config.graph_hops > 0:
+        linked, _ = yield from neighbourhood(env, read, query, env.config.graph_hops, mode)
+        have = {r.id for r, _ in found}
+        for layer, item, hop in linked:
+            rec = env.record(item, layer)
+            hops.setdefault(rec.id, hop)
+            if rec.id in have or rec.type not in kinds or (scopes and rec.scope not in scopes):
+                continue
+            if when(rec) if when is not None else rec.retrievable(env.stamp):
+                found.append((rec, item.score))
+                have.add(rec.id)
     yield from read_refs(env, [r for r, _ in found])
     w = env.config.weights
     hits: list[Hit] = []
     for rec, score in found:
         known = effective_confidence(rec, env)
-        conf = 1.0 if known is None else known
+        conf = (1.0 if known is None else known) * (0.5 if rec.stale else 1.0)
         touched = max(
             rec.updated_at, rec.last_referenced_at or "", getattr(rec, "last_confirmed_at", "")
         )
         age = (env.now - parse_ts(touched)).total_seconds() / 86400
+        bonus = GRAPH_BONUS[min(hops[rec.id], len(GRAPH_BONUS) - 1)] if rec.id in hops else 0.0
         s = composite(
-            relevance=relevance(score),
+            relevance=min(1.0, relevance(score) + bonus),
             importance=rec.importance,
             recency=recency_factor(age, w.half_life_days),
             confidence=conf,

@@ -24,19 +24,24 @@ from ..records.models import Episode, Fact, Note, Rule, ts
 from ..runtime.catalogue import Caller, Meta, Spec, operation
 from ..runtime.requests import Batch, Operation
 from .fields import add_fields, check_tags
-from .lifecycle import new_fact, write_fact
+from .graph import mentions_in
+from .lifecycle import check_sources, check_times, new_fact, write_fact
 from .params import (
     Category,
     Confidence,
     Content,
+    DerivedFrom,
     Importance,
+    InvalidAt,
     LayerName,
     Metadata,
+    Object,
     Permanence,
     Scope,
     Tags,
     Tenant,
     Text,
+    ValidAt,
 )
 
 __all__ = ["add", "bulk_add", "store_episode", "store_fact", "store_rule"]
@@ -106,22 +111,29 @@ def store_fact(
     layer: LayerName = None,
     scope: Scope = "global",
     tags: Tags = None,
+    object: Object = None,
+    valid_at: ValidAt = None,
+    invalid_at: InvalidAt = None,
+    derived_from: DerivedFrom = None,
     provenance: Provenance = None,
     tenant: Tenant = None,
 ) -> Operation[Fact]:
     """Store a fact about a subject; a newer fact with the same subject and
-    predicate replaces the older one, which stays in the history.
+    predicate replaces the older one, which stays in the history. Subject and
+    object become entities ("my sister Clara", "Clara" and "Clara Weber" are
+    one person).
 
     Examples:
         >>> from langmem_ext import SQLiteStore
         >>> from langmem_ext.engine import MemoryContext, MemoryEngine
         >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext(user_id="ada")
-        >>> old = engine.store_fact(ctx, "user", "city", "Lives in Berlin")
-        >>> new = engine.store_fact(ctx, "user", "city", "Lives in Munich")
-        >>> engine.get(ctx, old.id).superseded_by == new.id
-        True
+        >>> old = engine.store_fact(ctx, "user", "city", "Lives in Berlin", valid_at="2019-06-01")
+        >>> new = engine.store_fact(ctx, "user", "city", "Lives in Munich", valid_at="2026-02-01")
+        >>> engine.get(ctx, old.id).superseded_by == new.id, engine.get(ctx, old.id).invalid_at
+        (True, '2026-02-01T00:00:00.000000+00:00')
     """
     env = c.env(tenant)
+    sources = yield from check_sources(env, derived_from)
     fact = new_fact(
         env,
         subject,
@@ -135,6 +147,10 @@ def store_fact(
         scope=scope,
         tags=tags,
         provenance=provenance,
+        valid_at=valid_at,
+        invalid_at=invalid_at,
+        object=object,
+        derived_from=sources,
     )
     fact, _ = yield from write_fact(env, fact)
     return fact
@@ -150,6 +166,13 @@ def store_episode(
     layer: LayerName = None,
     scope: Scope = "global",
     tags: Tags = None,
+    valid_at: Annotated[
+        ValidAt, Field(description="When it happened (ISO date or time); default: now.")
+    ] = None,
+    invalid_at: Annotated[
+        InvalidAt, Field(description="When it ended, if it lasted (ISO date or time).")
+    ] = None,
+    derived_from: DerivedFrom = None,
     tenant: Tenant = None,
 ) -> Operation[Episode]:
     """Store an episode: something that happened in this session. It is
@@ -163,12 +186,18 @@ def store_episode(
         5.0
     """
     env = c.env(tenant)
+    start, end = check_times(valid_at, invalid_at)
+    sources = yield from check_sources(env, derived_from)
     ep = Episode(
         **add_fields(env, content, layer, scope, tags),
         importance=float(policy.EPISODE_IMPORTANCE if importance is None else importance),
         session_id=session_id or env.ctx.session_id,
         expires_at=ts(env.now + env.config.episode_ttl),
+        valid_at=start,
+        invalid_at=end,
+        derived_from=sources,
     )
+    ep.mentions = yield from mentions_in(env, ep)
     yield Batch([env.put(ep), env.event(ep, "created")])
     env.sized([ep], +1)
     return ep
@@ -182,6 +211,7 @@ def store_rule(
     layer: LayerName = None,
     scope: Scope = "global",
     tags: Tags = None,
+    derived_from: DerivedFrom = None,
     tenant: Tenant = None,
 ) -> Operation[Rule]:
     """Store a rule for how to behave; it starts as a candidate (confidence
@@ -195,11 +225,14 @@ def store_rule(
         'candidate'
     """
     env = c.env(tenant)
+    sources = yield from check_sources(env, derived_from)
     rule = Rule(
         **add_fields(env, content, layer, scope, tags),
         importance=policy.RULE_IMPORTANCE,
         last_confirmed_at=env.stamp,
+        derived_from=sources,
     )
+    rule.mentions = yield from mentions_in(env, rule)
     yield Batch([env.put(rule), env.event(rule, "created")])
     env.sized([rule], +1)
     return rule

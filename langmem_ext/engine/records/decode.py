@@ -240,7 +240,16 @@ _TYPE_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "Any": (lambda v: True, "anything"),
 }
 _TIMES = frozenset(
-    {"created_at", "updated_at", "last_confirmed_at", "expires_at", "valid_to", "last_applied_at"}
+    {
+        "created_at",
+        "updated_at",
+        "last_confirmed_at",
+        "expires_at",
+        "valid_to",
+        "last_applied_at",
+        "valid_at",
+        "invalid_at",
+    }
 )
 
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -132,6 +133,30 @@ class MemoryRecord:
         without content shows its other fields)."""
         return content_text(self.extra if self.content is None else self.content)
 
+    @property
+    def stale(self) -> bool:
+        """Whether something it was derived from changed since (superseded or
+        forgotten): it may no longer hold. Notes are never stale."""
+        return bool(getattr(self, "stale_because", ()))
+
+    @property
+    def held_from(self) -> str:
+        """When it started to hold in the world: ``valid_at`` when known, else
+        when it was stored (the earliest the engine can vouch for)."""
+        return getattr(self, "valid_at", None) or self.created_at
+
+    @property
+    def held_until(self) -> str | None:
+        """When it stopped holding: ``invalid_at`` when known; for a fact that
+        is no longer current, when the engine stopped holding it current
+        (``valid_to``); None while it still holds."""
+        end = getattr(self, "invalid_at", None)
+        if end:
+            return end
+        if not self.live:
+            return getattr(self, "valid_to", None) or self.updated_at
+        return None
+
     def to_value(self) -> dict[str, Any]:
         """The dict stored in the store: ``kind``, ``content`` and the record's
         own fields (empty and None ones left out)."""
@@ -160,6 +185,7 @@ class MemoryRecord:
             "reference_count": self.reference_count,
             "last_referenced_at": self.last_referenced_at,
             **self.to_value(),
+            **({"stale": True} if self.stale else {}),
         }
 
     @classmethod
@@ -219,8 +245,24 @@ class Fact(MemoryRecord):
     validity: str = "active"
     last_confirmed_at: str = ""
     superseded_by: str | None = None
+    #: When the engine stopped holding it current (recorded time: the write
+    #: that superseded, retracted or expired it).
     valid_to: str | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
+    #: When it started and stopped holding in the world (None: unknown).
+    valid_at: str | None = None
+    invalid_at: str | None = None
+    #: What the subject relates to (``lives_in`` -> "Lisbon"), when it is a thing.
+    object: str | None = None
+    #: The entities of the subject and the object (ids; see :mod:`.entities`).
+    subject_entity: str | None = None
+    object_entity: str | None = None
+    #: Every entity the fact names (subject, object, and those its text mentions).
+    mentions: list[str] = field(default_factory=list)
+    #: Ids of the memories it was derived from, and those of them that changed
+    #: since (a non-empty ``stale_because`` marks it stale).
+    derived_from: list[str] = field(default_factory=list)
+    stale_because: list[str] = field(default_factory=list)
 
     def effective_confidence(self, now: datetime) -> float:
         days = (now - parse_ts(self.last_confirmed_at or self.created_at)).total_seconds() / 86400
@@ -237,6 +279,12 @@ class Episode(MemoryRecord):
     expires_at: str = ""
     status: str = "active"
     consolidated: bool = False
+    #: When it happened (start and end; None: unknown, read as when it was stored).
+    valid_at: str | None = None
+    invalid_at: str | None = None
+    mentions: list[str] = field(default_factory=list)
+    derived_from: list[str] = field(default_factory=list)
+    stale_because: list[str] = field(default_factory=list)
 
     def retrievable(self, now: str) -> bool:
         return self.live and self.expires_at > now
@@ -257,6 +305,9 @@ class Rule(MemoryRecord):
     last_applied_at: str | None = None
     last_confirmed_at: str = ""
     status: str = "active"
+    mentions: list[str] = field(default_factory=list)
+    derived_from: list[str] = field(default_factory=list)
+    stale_because: list[str] = field(default_factory=list)
 
     @property
     def decay_rate(self) -> float:
@@ -312,3 +363,11 @@ class MemoryEvent:
     def from_value(cls, value: dict[str, Any]) -> MemoryEvent:
         names = _field_names(cls)  # type: ignore[arg-type]
         return cls(**{k: v for k, v in value.items() if k in names})
+
+
+def slot_of(layer_ref: str, subject: str, predicate: str) -> str:
+    """The (subject, predicate) slot of a fact in a layer: a newer fact of the
+    slot supersedes the older. ``subject`` is the subject's entity key (see
+    :mod:`.entities`), or its text."""
+    key = "\x00".join((layer_ref, subject.strip().casefold(), predicate.strip().casefold()))
+    return hashlib.sha256(key.encode()).hexdigest()[:32]

@@ -61,6 +61,9 @@ class EngineConfig:
             relevance plain cosine.
         meter_provider: OpenTelemetry ``MeterProvider`` for the metrics
             (:mod:`.metrics`); None uses the global one (a no-op without the SDK).
+        graph_hops: how far recall follows the entities a request names: 0
+            (off), 1 (their memories) or 2 (and those of the entities they
+            link to; default). See ``docs/entities.md`` for its cost.
     """
 
     namespace: Any = None
@@ -76,6 +79,7 @@ class EngineConfig:
     filter_operators: frozenset[str] | None = None
     recall_mode: str | None = None
     meter_provider: Any = None
+    graph_hops: int = 2
 
 
 @dataclass(frozen=True)

@@ -164,6 +164,7 @@ def _check_settings(cfg: EngineConfig) -> None:
     check_int("max_content_length", cfg.max_content_length, 1, 10**9, ConfigurationError)
     check_number("threshold", cfg.threshold, -1.0, 1.0, ConfigurationError)
     check_layer(cfg.default_layer)
+    check_int("graph_hops", cfg.graph_hops, 0, 2, ConfigurationError)
     if not isinstance(cfg.episode_ttl, timedelta):
         raise ConfigurationError(f"episode_ttl must be a timedelta, got {shown(cfg.episode_ttl)}")
     if cfg.recall_mode is not None and cfg.recall_mode not in SEARCH_MODES:
