@@ -12,12 +12,24 @@ from pydantic.fields import Field
 
 from .identity.tenancy import MemoryContext
 from .operations.changes import Id, Kind, Reason
+from .operations.listing import Cursor
 from .operations.profile import MaxFacts, Profile, Section, Sure, Threshold
 from .operations.profile_facts import FactCandidate, ProfileUpdate
 from .operations.provider import HealthStatus
-from .operations.reads import Cursor, Filter, Kinds, Limit20, ScopeFilter
 from .operations.retrieval import Hit, Page
-from .operations.searching import BumpRefs, LayerNames, Limit10, MinConfidence, Mode, Offset, Query
+from .operations.searching import (
+    BumpRefs,
+    Filter,
+    Kinds,
+    LayerNames,
+    Limit10,
+    Limit20,
+    MinConfidence,
+    Mode,
+    Offset,
+    Query,
+    ScopeFilter,
+)
 from .operations.writes import (
     BulkItems,
     Category,
@@ -303,58 +315,6 @@ class MemoryEngine(EngineBase):
         reflection."""
     async def aversions(self, ctx: Ctx, /, id: Id, *, tenant: Tenant = ...) -> builtins.list[Fact]:
         """Async :meth:`versions`."""
-    def list(
-        self,
-        ctx: Ctx,
-        /,
-        *,
-        layer: LayerName = ...,
-        types: Kinds = ...,
-        filter: Filter = ...,
-        tags: Tags = ...,
-        limit: Limit20 = ...,
-        cursor: Cursor = ...,
-        damaged: Annotated[
-            bool,
-            Field(
-                strict=True,
-                description="Also list stored items that cannot be read (a field of the wrong type, written by another program), marked damaged.",
-            ),
-        ] = ...,
-        tenant: Tenant = ...,
-    ) -> Page:
-        """A page of your current memories, newest first, with the total count and the cursor
-        of the next page."""
-    async def alist(
-        self,
-        ctx: Ctx,
-        /,
-        *,
-        layer: LayerName = ...,
-        types: Kinds = ...,
-        filter: Filter = ...,
-        tags: Tags = ...,
-        limit: Limit20 = ...,
-        cursor: Cursor = ...,
-        damaged: Annotated[
-            bool,
-            Field(
-                strict=True,
-                description="Also list stored items that cannot be read (a field of the wrong type, written by another program), marked damaged.",
-            ),
-        ] = ...,
-        tenant: Tenant = ...,
-    ) -> Page:
-        """Async :meth:`list`."""
-    def stats(
-        self, ctx: Ctx, /, scope: ScopeFilter = ..., *, tenant: Tenant = ...
-    ) -> builtins.dict:
-        """How many memories you have of each kind, and in which state (active, fading,
-        superseded, forgotten, expired)."""
-    async def astats(
-        self, ctx: Ctx, /, scope: ScopeFilter = ..., *, tenant: Tenant = ...
-    ) -> builtins.dict:
-        """Async :meth:`stats`."""
     def search(
         self,
         ctx: Ctx,
@@ -494,6 +454,58 @@ class MemoryEngine(EngineBase):
         tenant: Tenant = ...,
     ) -> builtins.list[SearchItem]:
         """Async :meth:`search_items`."""
+    def list(
+        self,
+        ctx: Ctx,
+        /,
+        *,
+        layer: LayerName = ...,
+        types: Kinds = ...,
+        filter: Filter = ...,
+        tags: Tags = ...,
+        limit: Limit20 = ...,
+        cursor: Cursor = ...,
+        damaged: Annotated[
+            bool,
+            Field(
+                strict=True,
+                description="Also list stored items that cannot be read (a field of the wrong type, written by another program), marked damaged.",
+            ),
+        ] = ...,
+        tenant: Tenant = ...,
+    ) -> Page:
+        """A page of your current memories, newest first, with the total count and the cursor
+        of the next page."""
+    async def alist(
+        self,
+        ctx: Ctx,
+        /,
+        *,
+        layer: LayerName = ...,
+        types: Kinds = ...,
+        filter: Filter = ...,
+        tags: Tags = ...,
+        limit: Limit20 = ...,
+        cursor: Cursor = ...,
+        damaged: Annotated[
+            bool,
+            Field(
+                strict=True,
+                description="Also list stored items that cannot be read (a field of the wrong type, written by another program), marked damaged.",
+            ),
+        ] = ...,
+        tenant: Tenant = ...,
+    ) -> Page:
+        """Async :meth:`list`."""
+    def stats(
+        self, ctx: Ctx, /, scope: ScopeFilter = ..., *, tenant: Tenant = ...
+    ) -> builtins.dict:
+        """How many memories you have of each kind, and in which state (active, fading,
+        superseded, forgotten, expired)."""
+    async def astats(
+        self, ctx: Ctx, /, scope: ScopeFilter = ..., *, tenant: Tenant = ...
+    ) -> builtins.dict:
+        """Async :meth:`stats`."""
     def health_check(self) -> HealthStatus:
         """Whether the store answers a read: ``{"healthy", "latency_ms", "error"}``; a failing
         store gives ``healthy: False`` instead of raising."""
