@@ -13,21 +13,25 @@ from pydantic.fields import Field
 from .identity.tenancy import MemoryContext
 from .operations.changes import Id, Kind, Reason
 from .operations.knowledge import About, EntityKind, EntityRef
+from .operations.listing import Cursor
 from .operations.profile import MaxFacts, Profile, Section, Sure, Threshold
 from .operations.profile_facts import FactCandidate, ProfileUpdate
 from .operations.provider import HealthStatus
-from .operations.reads import Cursor, Filter, Kinds, Limit20, ScopeFilter
 from .operations.retrieval import Hit, Page
 from .operations.searching import (
     AsOf,
     BumpRefs,
     Expand,
+    Filter,
+    Kinds,
     LayerNames,
     Limit10,
+    Limit20,
     MinConfidence,
     Mode,
     Offset,
     Query,
+    ScopeFilter,
     ValidDuring,
 )
 from .operations.writes import (
@@ -345,58 +349,6 @@ class MemoryEngine(EngineBase):
         reflection."""
     async def aversions(self, ctx: Ctx, /, id: Id, *, tenant: Tenant = ...) -> builtins.list[Fact]:
         """Async :meth:`versions`."""
-    def list(
-        self,
-        ctx: Ctx,
-        /,
-        *,
-        layer: LayerName = ...,
-        types: Kinds = ...,
-        filter: Filter = ...,
-        tags: Tags = ...,
-        limit: Limit20 = ...,
-        cursor: Cursor = ...,
-        damaged: Annotated[
-            bool,
-            Field(
-                strict=True,
-                description="Also list stored items that cannot be read (a field of the wrong type, written by another program), marked damaged.",
-            ),
-        ] = ...,
-        tenant: Tenant = ...,
-    ) -> Page:
-        """A page of your current memories, newest first, with the total count and the cursor
-        of the next page."""
-    async def alist(
-        self,
-        ctx: Ctx,
-        /,
-        *,
-        layer: LayerName = ...,
-        types: Kinds = ...,
-        filter: Filter = ...,
-        tags: Tags = ...,
-        limit: Limit20 = ...,
-        cursor: Cursor = ...,
-        damaged: Annotated[
-            bool,
-            Field(
-                strict=True,
-                description="Also list stored items that cannot be read (a field of the wrong type, written by another program), marked damaged.",
-            ),
-        ] = ...,
-        tenant: Tenant = ...,
-    ) -> Page:
-        """Async :meth:`list`."""
-    def stats(
-        self, ctx: Ctx, /, scope: ScopeFilter = ..., *, tenant: Tenant = ...
-    ) -> builtins.dict:
-        """How many memories you have of each kind, and in which state (active, fading,
-        superseded, forgotten, expired)."""
-    async def astats(
-        self, ctx: Ctx, /, scope: ScopeFilter = ..., *, tenant: Tenant = ...
-    ) -> builtins.dict:
-        """Async :meth:`stats`."""
     def search(
         self,
         ctx: Ctx,
@@ -548,6 +500,195 @@ class MemoryEngine(EngineBase):
         tenant: Tenant = ...,
     ) -> builtins.list[SearchItem]:
         """Async :meth:`search_items`."""
+    def list(
+        self,
+        ctx: Ctx,
+        /,
+        *,
+        layer: LayerName = ...,
+        types: Kinds = ...,
+        filter: Filter = ...,
+        tags: Tags = ...,
+        limit: Limit20 = ...,
+        cursor: Cursor = ...,
+        damaged: Annotated[
+            bool,
+            Field(
+                strict=True,
+                description="Also list stored items that cannot be read (a field of the wrong type, written by another program), marked damaged.",
+            ),
+        ] = ...,
+        tenant: Tenant = ...,
+    ) -> Page:
+        """A page of your current memories, newest first, with the total count and the cursor
+        of the next page."""
+    async def alist(
+        self,
+        ctx: Ctx,
+        /,
+        *,
+        layer: LayerName = ...,
+        types: Kinds = ...,
+        filter: Filter = ...,
+        tags: Tags = ...,
+        limit: Limit20 = ...,
+        cursor: Cursor = ...,
+        damaged: Annotated[
+            bool,
+            Field(
+                strict=True,
+                description="Also list stored items that cannot be read (a field of the wrong type, written by another program), marked damaged.",
+            ),
+        ] = ...,
+        tenant: Tenant = ...,
+    ) -> Page:
+        """Async :meth:`list`."""
+    def stats(
+        self, ctx: Ctx, /, scope: ScopeFilter = ..., *, tenant: Tenant = ...
+    ) -> builtins.dict:
+        """How many memories you have of each kind, and in which state (active, fading,
+        superseded, forgotten, expired)."""
+    async def astats(
+        self, ctx: Ctx, /, scope: ScopeFilter = ..., *, tenant: Tenant = ...
+    ) -> builtins.dict:
+        """Async :meth:`stats`."""
+    def health_check(self) -> HealthStatus:
+        """Whether the store answers a read: ``{"healthy", "latency_ms", "error"}``; a failing
+        store gives ``healthy: False`` instead of raising."""
+    async def ahealth_check(self) -> HealthStatus:
+        """Async :meth:`health_check`."""
+    def generate_embedding(self, text: Text) -> builtins.list[float] | None:
+        """The store's embedding of a text (None without an embedder)."""
+    async def agenerate_embedding(self, text: Text) -> builtins.list[float] | None:
+        """Async :meth:`generate_embedding`."""
+    def storage_size(self, ctx: Ctx, /, *, tenant: Tenant = ...) -> builtins.dict[str, int]:
+        """Current memories per readable layer (reads them all); refreshes the
+        ``memory.storage.size`` gauge."""
+    async def astorage_size(self, ctx: Ctx, /, *, tenant: Tenant = ...) -> builtins.dict[str, int]:
+        """Async :meth:`storage_size`."""
+    def get_profile(self, ctx: Ctx, /, *, tenant: Tenant = ...) -> Profile:
+        """Your profile: the summary (user context and history), your current facts (most
+        confident first) and notes."""
+    async def aget_profile(self, ctx: Ctx, /, *, tenant: Tenant = ...) -> Profile:
+        """Async :meth:`get_profile`."""
+    def update_profile(
+        self,
+        ctx: Ctx,
+        /,
+        *,
+        user_context: Section = ...,
+        history: Section = ...,
+        tenant: Tenant = ...,
+    ) -> Profile:
+        """Merge summary entries: ``user_context`` keys ``work``, ``personal``,
+        ``top_of_mind``; ``history`` keys ``recent``, ``earlier``, ``background`` (an empty
+        string removes an entry)."""
+    async def aupdate_profile(
+        self,
+        ctx: Ctx,
+        /,
+        *,
+        user_context: Section = ...,
+        history: Section = ...,
+        tenant: Tenant = ...,
+    ) -> Profile:
+        """Async :meth:`update_profile`."""
+    def add_facts(
+        self,
+        ctx: Ctx,
+        /,
+        facts: Annotated[
+            Sequence[FactCandidate | Mapping[str, Any]],
+            Field(description="Facts with content, category and confidence."),
+        ],
+        *,
+        threshold: Threshold = ...,
+        max_facts: MaxFacts = ...,
+        provenance: Provenance = ...,
+        tenant: Tenant = ...,
+    ) -> ProfileUpdate:
+        """Add facts to your profile as reflection does: facts under the threshold and case-
+        folded duplicates skipped (and logged), near-duplicates merged, ``replaces``
+        superseded."""
+    async def aadd_facts(
+        self,
+        ctx: Ctx,
+        /,
+        facts: Annotated[
+            Sequence[FactCandidate | Mapping[str, Any]],
+            Field(description="Facts with content, category and confidence."),
+        ],
+        *,
+        threshold: Threshold = ...,
+        max_facts: MaxFacts = ...,
+        provenance: Provenance = ...,
+        tenant: Tenant = ...,
+    ) -> ProfileUpdate:
+        """Async :meth:`add_facts`."""
+    def add_fact(
+        self,
+        ctx: Ctx,
+        /,
+        content: Text,
+        category: Annotated[str, Field(description="preference, knowledge, context, behavior, …")],
+        confidence: Sure,
+        *,
+        subject: Annotated[str | None, Field(description="Who or what it is about.")] = ...,
+        predicate: Annotated[str | None, Field(description="Which attribute.")] = ...,
+        replaces: Annotated[str | None, Field(description="Id of the fact it corrects.")] = ...,
+        threshold: Threshold = ...,
+        max_facts: MaxFacts = ...,
+        provenance: Provenance = ...,
+        tenant: Tenant = ...,
+    ) -> Fact | None:
+        """Add one fact to your profile (id ``fact_xxxxxxxx``): the new fact, the fact it was
+        merged into, or None when it was skipped."""
+    async def aadd_fact(
+        self,
+        ctx: Ctx,
+        /,
+        content: Text,
+        category: Annotated[str, Field(description="preference, knowledge, context, behavior, …")],
+        confidence: Sure,
+        *,
+        subject: Annotated[str | None, Field(description="Who or what it is about.")] = ...,
+        predicate: Annotated[str | None, Field(description="Which attribute.")] = ...,
+        replaces: Annotated[str | None, Field(description="Id of the fact it corrects.")] = ...,
+        threshold: Threshold = ...,
+        max_facts: MaxFacts = ...,
+        provenance: Provenance = ...,
+        tenant: Tenant = ...,
+    ) -> Fact | None:
+        """Async :meth:`add_fact`."""
+    def update_fact(
+        self,
+        ctx: Ctx,
+        /,
+        id: Id,
+        *,
+        content: Annotated[Text | None, Field(description="New text.")] = ...,
+        category: Category = ...,
+        confidence: Annotated[Sure | None, Field(description="New confidence, 0 to 1.")] = ...,
+        tenant: Tenant = ...,
+    ) -> Fact:
+        """Change only the given fields of a fact, in place (``created_at`` stays); an unknown
+        id is a ``KeyError``."""
+    async def aupdate_fact(
+        self,
+        ctx: Ctx,
+        /,
+        id: Id,
+        *,
+        content: Annotated[Text | None, Field(description="New text.")] = ...,
+        category: Category = ...,
+        confidence: Annotated[Sure | None, Field(description="New confidence, 0 to 1.")] = ...,
+        tenant: Tenant = ...,
+    ) -> Fact:
+        """Async :meth:`update_fact`."""
+    def delete_fact(self, ctx: Ctx, /, id: Id, *, tenant: Tenant = ...) -> None:
+        """Remove a profile fact; unlike ``delete``, an unknown id is a ``KeyError``."""
+    async def adelete_fact(self, ctx: Ctx, /, id: Id, *, tenant: Tenant = ...) -> None:
+        """Async :meth:`delete_fact`."""
     def entities(
         self, ctx: Ctx, /, kind: EntityKind = ..., *, layer: LayerName = ..., tenant: Tenant = ...
     ) -> builtins.list[Entity]:
@@ -691,143 +832,6 @@ class MemoryEngine(EngineBase):
         tenant: Tenant = ...,
     ) -> Entity:
         """Async :meth:`split_entity`."""
-    def health_check(self) -> HealthStatus:
-        """Whether the store answers a read: ``{"healthy", "latency_ms", "error"}``; a failing
-        store gives ``healthy: False`` instead of raising."""
-    async def ahealth_check(self) -> HealthStatus:
-        """Async :meth:`health_check`."""
-    def generate_embedding(self, text: Text) -> builtins.list[float] | None:
-        """The store's embedding of a text (None without an embedder)."""
-    async def agenerate_embedding(self, text: Text) -> builtins.list[float] | None:
-        """Async :meth:`generate_embedding`."""
-    def storage_size(self, ctx: Ctx, /, *, tenant: Tenant = ...) -> builtins.dict[str, int]:
-        """Current memories per readable layer (reads them all); refreshes the
-        ``memory.storage.size`` gauge."""
-    async def astorage_size(self, ctx: Ctx, /, *, tenant: Tenant = ...) -> builtins.dict[str, int]:
-        """Async :meth:`storage_size`."""
-    def get_profile(self, ctx: Ctx, /, *, tenant: Tenant = ...) -> Profile:
-        """Your profile: the summary (user context and history), your current facts (most
-        confident first) and notes."""
-    async def aget_profile(self, ctx: Ctx, /, *, tenant: Tenant = ...) -> Profile:
-        """Async :meth:`get_profile`."""
-    def update_profile(
-        self,
-        ctx: Ctx,
-        /,
-        *,
-        user_context: Section = ...,
-        history: Section = ...,
-        tenant: Tenant = ...,
-    ) -> Profile:
-        """Merge summary entries: ``user_context`` keys ``work``, ``personal``,
-        ``top_of_mind``; ``history`` keys ``recent``, ``earlier``, ``background`` (an empty
-        string removes an entry)."""
-    async def aupdate_profile(
-        self,
-        ctx: Ctx,
-        /,
-        *,
-        user_context: Section = ...,
-        history: Section = ...,
-        tenant: Tenant = ...,
-    ) -> Profile:
-        """Async :meth:`update_profile`."""
-    def add_facts(
-        self,
-        ctx: Ctx,
-        /,
-        facts: Annotated[
-            Sequence[FactCandidate | Mapping[str, Any]],
-            Field(description="Facts with content, category and confidence."),
-        ],
-        *,
-        threshold: Threshold = ...,
-        max_facts: MaxFacts = ...,
-        provenance: Provenance = ...,
-        tenant: Tenant = ...,
-    ) -> ProfileUpdate:
-        """Add facts to your profile as reflection does: facts under the threshold and case-
-        folded duplicates skipped (and logged), near-duplicates merged, ``replaces``
-        superseded."""
-    async def aadd_facts(
-        self,
-        ctx: Ctx,
-        /,
-        facts: Annotated[
-            Sequence[FactCandidate | Mapping[str, Any]],
-            Field(description="Facts with content, category and confidence."),
-        ],
-        *,
-        threshold: Threshold = ...,
-        max_facts: MaxFacts = ...,
-        provenance: Provenance = ...,
-        tenant: Tenant = ...,
-    ) -> ProfileUpdate:
-        """Async :meth:`add_facts`."""
-    def add_fact(
-        self,
-        ctx: Ctx,
-        /,
-        content: Text,
-        category: Annotated[str, Field(description="preference, knowledge, context, behavior, …")],
-        confidence: Sure,
-        *,
-        subject: Annotated[str | None, Field(description="Who or what it is about.")] = ...,
-        predicate: Annotated[str | None, Field(description="Which attribute.")] = ...,
-        replaces: Annotated[str | None, Field(description="Id of the fact it corrects.")] = ...,
-        threshold: Threshold = ...,
-        max_facts: MaxFacts = ...,
-        provenance: Provenance = ...,
-        tenant: Tenant = ...,
-    ) -> Fact | None:
-        """Add one fact to your profile (id ``fact_xxxxxxxx``): the new fact, the fact it was
-        merged into, or None when it was skipped."""
-    async def aadd_fact(
-        self,
-        ctx: Ctx,
-        /,
-        content: Text,
-        category: Annotated[str, Field(description="preference, knowledge, context, behavior, …")],
-        confidence: Sure,
-        *,
-        subject: Annotated[str | None, Field(description="Who or what it is about.")] = ...,
-        predicate: Annotated[str | None, Field(description="Which attribute.")] = ...,
-        replaces: Annotated[str | None, Field(description="Id of the fact it corrects.")] = ...,
-        threshold: Threshold = ...,
-        max_facts: MaxFacts = ...,
-        provenance: Provenance = ...,
-        tenant: Tenant = ...,
-    ) -> Fact | None:
-        """Async :meth:`add_fact`."""
-    def update_fact(
-        self,
-        ctx: Ctx,
-        /,
-        id: Id,
-        *,
-        content: Annotated[Text | None, Field(description="New text.")] = ...,
-        category: Category = ...,
-        confidence: Annotated[Sure | None, Field(description="New confidence, 0 to 1.")] = ...,
-        tenant: Tenant = ...,
-    ) -> Fact:
-        """Change only the given fields of a fact, in place (``created_at`` stays); an unknown
-        id is a ``KeyError``."""
-    async def aupdate_fact(
-        self,
-        ctx: Ctx,
-        /,
-        id: Id,
-        *,
-        content: Annotated[Text | None, Field(description="New text.")] = ...,
-        category: Category = ...,
-        confidence: Annotated[Sure | None, Field(description="New confidence, 0 to 1.")] = ...,
-        tenant: Tenant = ...,
-    ) -> Fact:
-        """Async :meth:`update_fact`."""
-    def delete_fact(self, ctx: Ctx, /, id: Id, *, tenant: Tenant = ...) -> None:
-        """Remove a profile fact; unlike ``delete``, an unknown id is a ``KeyError``."""
-    async def adelete_fact(self, ctx: Ctx, /, id: Id, *, tenant: Tenant = ...) -> None:
-        """Async :meth:`delete_fact`."""
 
 class EnginesByStore:
     config: EngineConfig | None

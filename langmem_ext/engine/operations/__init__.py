@@ -5,8 +5,9 @@ body (see :mod:`..runtime.catalogue`); the modules group them by what they do:
 
 * :mod:`.writes` — store notes, facts, episodes, rules;
 * :mod:`.changes` — confirm, mark, forget, update, revise, delete, sweep;
-* :mod:`.reads` — get, history, versions, list, stats;
+* :mod:`.reads` — get, history, versions;
 * :mod:`.searching` — search, layered search, recall, the store's own items;
+* :mod:`.listing` — list with cursors, stats;
 * :mod:`.knowledge` — entities, what is known about one, timelines, stale memories;
 * :mod:`.profile` — the user profile (facts reflection collects, the summary);
 * :mod:`.provider` — health check, embeddings, storage size.
@@ -28,14 +29,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..runtime.catalogue import Spec
-from . import changes, knowledge, profile, provider, reads, searching, writes
+from . import changes, knowledge, listing, profile, provider, reads, searching, writes
 
 __all__ = ["OPERATIONS"]
 
 #: Every engine operation, writes first, in the order surfaces list them.
 OPERATIONS: Mapping[str, Spec[Any, Any]] = {
     s.name: s
-    for module in (writes, changes, reads, searching, knowledge, provider, profile)
+    for module in (writes, changes, reads, searching, listing, provider, profile, knowledge)
     for s in vars(module).values()
     if isinstance(s, Spec)
 }

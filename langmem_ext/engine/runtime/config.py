@@ -1,5 +1,13 @@
 """The engine's configuration and what it knows of the store (its capabilities),
-detected once per engine."""
+detected once per engine.
+
+Examples:
+    >>> from langmem_ext import SQLiteStore
+    >>> from langmem_ext.engine import EngineConfig, MemoryEngine
+    >>> engine = MemoryEngine(SQLiteStore(), EngineConfig(max_content_length=500))
+    >>> engine.config.max_content_length, engine.capabilities()["keywordSearch"]
+    (500, True)
+"""
 
 from __future__ import annotations
 

@@ -2,6 +2,13 @@
 capabilities, the settings, metrics, the caller's environment and the two
 runners. :class:`~langmem_ext.engine.MemoryEngine` adds one sync and one async
 method per declared operation (see :func:`.catalogue.bind_all`).
+
+Examples:
+    >>> from langmem_ext import SQLiteStore
+    >>> from langmem_ext.engine import MemoryContext, MemoryEngine
+    >>> engine = MemoryEngine(SQLiteStore())
+    >>> engine.env(MemoryContext("acme", user_id="ada")).tenant
+    'acme'
 """
 
 from __future__ import annotations
@@ -69,6 +76,7 @@ class EngineBase:
 
         Examples:
             >>> from langmem_ext import SQLiteStore
+            >>> from langmem_ext.engine import MemoryEngine
             >>> engine = MemoryEngine(SQLiteStore(), namespace=("memories", "{user_id}"))
             >>> engine.context({"configurable": {"user_id": "ada"}}).space
             ('memories', 'ada')
