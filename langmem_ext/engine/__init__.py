@@ -40,7 +40,7 @@ from .operations.fields import add_fields, check_filter
 from .operations.knowledge import About
 from .operations.lifecycle import delete_ops, plan_revision, records_of, resolve_slot
 from .operations.loading import load_many, not_found
-from .operations.params import ScopeFilter, Tenant
+from .operations.params import AsOf, ScopeFilter, Tenant, ValidDuring
 from .operations.profile import CONTEXT_KEYS, HISTORY_KEYS, Profile
 from .operations.profile_facts import (
     PROFILE_LAYER,
@@ -144,7 +144,9 @@ __all__ = [  # noqa: RUF022 -- grouped by what they are for, as the docs list th
     "Layer",
     "Operation",
     "Param",
+    "AsOf",
     "ScopeFilter",
+    "ValidDuring",
     "Spec",
     "Tenant",
     "error_text",

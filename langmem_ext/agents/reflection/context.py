@@ -53,6 +53,7 @@ from ...engine import (
     CONTEXT_KEYS,
     HISTORY_KEYS,
     OPERATIONS,
+    AsOf,
     Caller,
     Env,
     Fact,
@@ -64,6 +65,7 @@ from ...engine import (
     Rule,
     ScopeFilter,
     Tenant,
+    ValidDuring,
     best_first,
     bump,
     check_int,
@@ -322,8 +324,16 @@ def _line(section: str, record: Any, score: float) -> str:
         return f"- [{record.created_at[:10]} | {score:.2f}] {record.content}"
     conf = getattr(record, "confidence", None)
     label = getattr(record, "category", None) or "fact"
+    notes = [] if conf is None else [f"confidence {conf:.2f}"]
+    # When it held, where known: the agent can tell "lives" from "lived".
+    if getattr(record, "valid_at", None):
+        notes.append(f"since {record.valid_at[:10]}")
+    if getattr(record, "invalid_at", None):
+        notes.append(f"until {record.invalid_at[:10]}")
+    if record.stale:
+        notes.append("may be stale: what it came from changed")
     return f"- [{label} | {score:.2f}] {record.content}" + (
-        "" if conf is None else f" (confidence {conf:.2f})"
+        f" ({'; '.join(notes)})" if notes else ""
     )
 
 
@@ -347,18 +357,23 @@ def context_steps(
     quotas: Mapping[str, float] | None,
     tokenizer: str | TokenCounter | None,
     limit: int = 50,
+    *,
+    as_of: Any = None,
+    valid_during: Any = None,
 ) -> Operation[str]:
-    """The ``memory_context`` block (see the module docstring)."""
+    """The ``memory_context`` block (see the module docstring); ``as_of`` /
+    ``valid_during``: of what held then."""
     count = token_counter(tokenizer)
     check_text("query", query)
     check_text("scope", scope, optional=True)
     check_int("token_budget", token_budget, 1, MAX_TOKENS)
     q = check_quotas(quotas)
+    then = {"as_of": as_of, "valid_during": valid_during}
     recalled = yield from OPERATIONS["recall"].within(
-        env, query, scope=scope, limit=limit, types=["fact", "rule"], bump_refs=False
+        env, query, scope=scope, limit=limit, types=["fact", "rule"], bump_refs=False, **then
     )
     episodes = yield from OPERATIONS["search"].within(
-        env, query, types=["episode"], scope=scope, mode=None, limit=limit
+        env, query, types=["episode"], scope=scope, mode=None, limit=limit, **then
     )
     entries = [
         _Entry(
@@ -398,11 +413,23 @@ def context(
     scope: ScopeFilter = None,
     token_budget: Budget = DEFAULT_CONTEXT_BUDGET,
     *,
+    as_of: AsOf = None,
+    valid_during: ValidDuring = None,
     tenant: Tenant = None,
 ) -> Operation[str]:
     """The memory block to put into a system prompt for a request: the facts,
-    rules and recent episodes most useful for it, within a token budget."""
-    return context_steps(c.env(tenant), query, scope, token_budget, None, None)
+    rules and recent episodes most useful for it, within a token budget (of
+    what held at ``as_of`` or during ``valid_during``, when given)."""
+    return context_steps(
+        c.env(tenant),
+        query,
+        scope,
+        token_budget,
+        None,
+        None,
+        as_of=as_of,
+        valid_during=valid_during,
+    )
 
 
 def memory_context(
@@ -415,10 +442,13 @@ def memory_context(
     quotas: Mapping[str, float] | None = None,
     tokenizer: str | TokenCounter | None = None,
     tenant: str | None = None,
+    as_of: Any = None,
+    valid_during: Any = None,
 ) -> str:
     """``memory_context``: the memory block for ``query``, of the memories of
     ``scope`` and ``global`` (all scopes when None), within ``token_budget``
-    tokens (see the module docstring).
+    tokens (see the module docstring); ``as_of`` / ``valid_during``: of what
+    held then.
 
     Examples:
         >>> from langmem_ext import SQLiteStore
@@ -431,7 +461,16 @@ def memory_context(
     _check_engine(engine)
     with engine.metrics.measure("context"):
         env = engine.env(ctx, tenant)
-        step = context_steps(env, query, scope, token_budget, quotas, tokenizer)
+        step = context_steps(
+            env,
+            query,
+            scope,
+            token_budget,
+            quotas,
+            tokenizer,
+            as_of=as_of,
+            valid_during=valid_during,
+        )
         return run_sync(step, engine.store, engine.config)
 
 
@@ -445,12 +484,23 @@ async def amemory_context(
     quotas: Mapping[str, float] | None = None,
     tokenizer: str | TokenCounter | None = None,
     tenant: str | None = None,
+    as_of: Any = None,
+    valid_during: Any = None,
 ) -> str:
     """Async :func:`memory_context`."""
     _check_engine(engine)
     with engine.metrics.measure("context"):
         env = engine.env(ctx, tenant)
-        step = context_steps(env, query, scope, token_budget, quotas, tokenizer)
+        step = context_steps(
+            env,
+            query,
+            scope,
+            token_budget,
+            quotas,
+            tokenizer,
+            as_of=as_of,
+            valid_during=valid_during,
+        )
         return await run_async(step, engine.store, engine.config)
 
 

@@ -312,7 +312,9 @@ class ReflectionExecutor(LangMemSearch, GraphFaces):
     def _model_steps(self, job: Job) -> Any:
         assert job.engine is not None and job.ctx is not None and self.extractor is not None
         env = job.engine.env(job.ctx)
-        return reflect_steps(env, self.extractor, job.messages, job.thread_id, self.settings)
+        return reflect_steps(
+            env, self.extractor, job.messages, job.thread_id, self.settings, job.config
+        )
 
     def _run_sync(self, job: Job) -> Any:
         if job.kind == "model":

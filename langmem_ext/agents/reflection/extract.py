@@ -144,6 +144,11 @@ class _ExtractedFact(BaseModel):
         description="The number of the known fact this fact corrects or updates (the "
         "number before it in the list of known facts), else null.",
     )
+    when: str | None = Field(
+        default=None,
+        description="When it started to hold, if the user said so (YYYY-MM-DD, or the "
+        "user's words such as 'last month'), else null.",
+    )
 
 
 class _ExtractFacts(BaseModel):
@@ -410,9 +415,18 @@ class FactExtractor(OnModelCalls):
                         replaces=(
                             str(item["replaces"]) if item.get("replaces") is not None else None
                         ),
+                        when=_model_when(item.get("when")),
                     )
                 )
         return facts, problems
+
+
+def _model_when(value: Any) -> dict[str, Any] | None:
+    """The model's date of a fact, kept for reflection to weigh against the
+    user's words (anything but text is ignored: dates are optional)."""
+    if isinstance(value, str) and value.strip() and value.strip().casefold() != "null":
+        return {"model": value.strip()[:100]}
+    return None
 
 
 def _invalid(item: Any) -> str | None:

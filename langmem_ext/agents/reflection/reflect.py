@@ -65,6 +65,7 @@ from ...engine import (
 )
 from ...errors import ExtractionError
 from .ask import ask_steps
+from .dating import dated
 from .extract import (
     ASSISTANT_LABEL,
     ContextOverflow,
@@ -180,8 +181,11 @@ def reflect_steps(
     messages: Sequence[BaseMessage],
     thread_id: str,
     settings: ReflectionSettings,
+    config: Any = None,
 ) -> Operation[ReflectionResult]:
-    """Reflect the thread's messages after its cursor (see the module docstring)."""
+    """Reflect the thread's messages after its cursor (see the module docstring).
+    ``config``: the run's config, where a session or thread date may be (the
+    time "last month" is read against, when the messages carry none)."""
     result = ReflectionResult(thread_id)
     key = thread_id
     cursor_ns = env.meta(env.layer(PROFILE_LAYER), "reflection")
@@ -215,6 +219,7 @@ def reflect_steps(
                 )
                 continue
             facts = named_corrections(_checked_replaces(facts, related, result), related, chunk)
+            facts = dated(facts, chunk, config=config, now=env.now)
             provenance: dict[str, Any] = {
                 # Marks the facts the profile cap may archive (never the user's own).
                 "source": REFLECTION_SOURCE,

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from langgraph.store.base import PutOp, SearchOp
 
@@ -44,12 +44,12 @@ from ..records.entities import (
 from ..records.models import Fact, MemoryRecord, new_id, slot_of
 from ..records.scoring import cosine
 from ..runtime.env import Env, Layer
-from ..runtime.planning import paged
+from ..runtime.planning import paged, search_ops
 from ..runtime.requests import Batch, Embed, Operation
 
 __all__ = [
-    "GRAPH_BONUS",
     "Linker",
+    "Neighbourhood",
     "dependants",
     "entity_space",
     "link_fact",
@@ -62,9 +62,6 @@ __all__ = [
 
 logger = logging.getLogger("langmem_ext.engine")
 
-#: Relevance added in recall to a memory linked to an entity the query names:
-#: directly (index 0) or through one more entity (index 1).
-GRAPH_BONUS = (0.1, 0.05)
 #: How many entities a query may name for expansion, and results per entity and hop.
 GRAPH_ENTITIES = 3
 GRAPH_RESULTS = 10
@@ -141,14 +138,12 @@ class Linker:
         if fold(phrase) in (USER_KEY, "i", "me", "myself"):
             return self.user()
         found = match(self.known, phrase, kind)
-        if len(found) == 1:
-            entity = self.forward(found[0])
-        elif found:  # ambiguous: never merge on a guess
+        if len(found) > 1:  # ambiguous: never merge on a guess
             return self._create(phrase, kind)
-        else:
-            entity = yield from self._similar(phrase, kind)
-            if entity is None:
-                return self._create(phrase, kind)
+        similar = self.forward(found[0]) if found else (yield from self._similar(phrase, kind))
+        if similar is None:
+            return self._create(phrase, kind)
+        entity = similar
         changed = entity.add_alias(phrase)
         rel = relation_phrase(phrase)
         if rel is not None:
@@ -318,51 +313,79 @@ def dependants(env: Env, ids: Sequence[str]) -> Operation[list[tuple[Layer, Any]
 # -- recall's expansion ---------------------------------------------------------------
 
 
+class Neighbourhood(NamedTuple):
+    """What recall's expansion found: ``(layer, item)`` pairs, and the entities
+    at each distance from the request (``rings[0]``: those it names)."""
+
+    items: list[tuple[Layer, Any]]
+    rings: list[list[str]]
+
+    def distance(self, record: MemoryRecord) -> int | None:
+        """How many entities away from the request ``record`` is: 0 when it
+        names an entity the request names, 1 for the next ring; None when unlinked."""
+        mine = set(getattr(record, "mentions", ()))
+        for d, ring in enumerate(self.rings):
+            if mine & set(ring):
+                return d
+        return None
+
+
 def neighbourhood(
     env: Env, layers: Sequence[Layer], query: str, hops: int, mode: str | None
-) -> Operation[tuple[list[tuple[Layer, Any, int]], list[str]]]:
+) -> Operation[Neighbourhood]:
     """The memories linked to the entities ``query`` names, up to ``hops``
     entities away (each found by the query's own search, filtered to memories
-    that mention the entity): ``(layer, item, hop)`` triples, and the ids of the
-    entities named. Costs one read of each layer's entities, then one filtered
-    search per entity and hop (at most :data:`GRAPH_ENTITIES` entities each)."""
+    that mention the entity). Costs one read of each layer's entities, then one
+    filtered search per entity and hop (at most :data:`GRAPH_ENTITIES` entities each)."""
+    none = Neighbourhood([], [])
     if hops <= 0:
-        return [], []
+        return none
     known: list[tuple[Layer, Entity]] = []
     for la in layers:
         known += [(la, e) for e in (yield from read_entities(env, la))]
     if not known:
-        return [], []
+        return none
     entities = [e for _, e in known]
     users = {e.id for e in entities if e.key == USER_KEY}
     named = [i for i in mentioned(entities, query) if i not in users][:GRAPH_ENTITIES]
-    out: list[tuple[Layer, Any, int]] = []
+    out: list[tuple[Layer, Any]] = []
+    rings: list[list[str]] = []
     seen_items: set[tuple[str, str]] = set()
     visited = set(named) | users
     frontier = named
-    for hop in range(hops):
+    for _ in range(hops):
         if not frontier:
             break
-        pairs = [(la, eid) for eid in frontier for la in layers]
-        ops = [
-            _filtered(env, la.ns, {"mentions": {"$contains": eid}}, query, GRAPH_RESULTS, mode)
-            if "$contains" in env.caps.operators
-            else None
-            for la, eid in pairs
-        ]
-        if any(op is None for op in ops):
-            return out, named  # without $contains the store cannot be asked; recall as before
+        rings.append(frontier)
+        ops: list[Any] = []
+        owners: list[tuple[Layer, Any]] = []
+        for eid in frontier:
+            for la in layers:
+                # Native on our stores; elsewhere checked in Python on an over-fetched page.
+                o, check = search_ops(
+                    env.caps,
+                    la.ns,
+                    eq={},
+                    extra={"mentions": {"$contains": eid}},
+                    query=query,
+                    limit=GRAPH_RESULTS,
+                    mode=mode,
+                )
+                ops += o
+                owners += [(la, check)] * len(o)
         results = yield Batch(ops)
         reached: list[str] = []
-        for (la, _), items in zip(pairs, results, strict=True):
+        for (la, check), items in zip(owners, results, strict=True):
             for it in items:
                 if tuple(it.namespace) != la.ns or (la.ref, it.key) in seen_items:
                     continue
+                if not check(it.value):
+                    continue
                 seen_items.add((la.ref, it.key))
-                out.append((la, it, hop))
+                out.append((la, it))
                 for m in it.value.get("mentions") or () if isinstance(it.value, dict) else ():
                     if m not in visited:
                         visited.add(m)
                         reached.append(m)
         frontier = reached[:GRAPH_ENTITIES]
-    return out, named
+    return Neighbourhood(out, rings)

@@ -139,6 +139,9 @@ class FactCandidate:
     invalid_at: Any = None
     #: What the subject relates to ("Lisbon" for lives_in), when it is a thing.
     object: str | None = None
+    #: How its time was read (phrase, label, source, a disagreement): kept in
+    #: the fact's provenance as ``when``.
+    when: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -311,7 +314,11 @@ def profile_fact(
         category=c.category,
         confidence=float(c.confidence),
         last_confirmed_at=env.stamp,
-        provenance={**prov, **({"replaces": replaced.id} if replaced is not None else {})},
+        provenance={
+            **prov,
+            **({"replaces": replaced.id} if replaced is not None else {}),
+            **({"when": dict(c.when)} if c.when else {}),
+        },
         valid_at=c.valid_at,
         invalid_at=c.invalid_at,
         object=c.object.strip() if c.object else None,

@@ -30,7 +30,7 @@ from ..records.scoring import (
 from ..runtime.catalogue import Caller, Meta, Spec, operation
 from ..runtime.requests import Batch, Embed, Operation
 from .fields import check_filter
-from .graph import GRAPH_BONUS, neighbourhood
+from .graph import neighbourhood
 from .params import (
     AsOf,
     Filter,
@@ -248,13 +248,12 @@ def recall(
     )
     results = yield Batch(ops)
     found = collect(env, results, owners, kinds, scopes, when)
-    hops: dict[str, int] = {}
+    near = None
     if expand and env.config.graph_hops > 0:
-        linked, _ = yield from neighbourhood(env, read, query, env.config.graph_hops, mode)
+        near = yield from neighbourhood(env, read, query, env.config.graph_hops, mode)
         have = {r.id for r, _ in found}
-        for layer, item, hop in linked:
+        for layer, item in near.items:
             rec = env.record(item, layer)
-            hops.setdefault(rec.id, hop)
             if rec.id in have or rec.type not in kinds or (scopes and rec.scope not in scopes):
                 continue
             if when(rec) if when is not None else rec.retrievable(env.stamp):
@@ -263,14 +262,18 @@ def recall(
     yield from read_refs(env, [r for r, _ in found])
     w = env.config.weights
     hits: list[Hit] = []
+    named: set[str] = set()
     for rec, score in found:
+        distance = near.distance(rec) if near is not None else None
+        if distance == 0:
+            named.add(rec.id)
         known = effective_confidence(rec, env)
         conf = (1.0 if known is None else known) * (0.5 if rec.stale else 1.0)
         touched = max(
             rec.updated_at, rec.last_referenced_at or "", getattr(rec, "last_confirmed_at", "")
         )
         age = (env.now - parse_ts(touched)).total_seconds() / 86400
-        bonus = GRAPH_BONUS[min(hops[rec.id], len(GRAPH_BONUS) - 1)] if rec.id in hops else 0.0
+        bonus = w.linked if distance == 1 else 0.0
         s = composite(
             relevance=min(1.0, relevance(score) + bonus),
             importance=rec.importance,
@@ -280,7 +283,8 @@ def recall(
         )
         hits.append(Hit(rec.type, rec.id, rec.text, s, known, rec.layer, rec))
     hits.sort(key=lambda h: (h.record.created_at, h.id), reverse=True)
-    hits.sort(key=lambda h: -h.score)
+    # What is known about the entities the request names comes first.
+    hits.sort(key=lambda h: (h.id not in named, -h.score))
     hits = hits[:limit]
     # The counts were read above: bumping writes without reading them again
     # (one store round trip fewer per recall).

@@ -74,6 +74,8 @@ _MY = (
     "miei|mijn|onze"
 )
 _RELATION = re.compile(rf"^({_MY})\s+(\w[\w-]*)(?:\s*,?\s+(.+))?$", re.IGNORECASE)
+# How extraction names a relative of the user: "user.sister", "user's sister".
+_USER_RELATION = re.compile(r"^(?:the )?user(?:\.|'s\s+|’s\s+)(\w[\w-]*)$", re.IGNORECASE)
 _RELATION_AFTER = re.compile(rf"^(.+?)\s*[,(]\s*({_MY})\s+(\w[\w-]*)\s*\)?$", re.IGNORECASE)
 _WORD = re.compile(r"\w+")
 
@@ -134,8 +136,13 @@ def relation_phrase(phrase: str) -> tuple[str, str, str | None] | None:
         ('meine Schwester', 'schwester', 'Clara')
         >>> relation_phrase("my boss"), relation_phrase("Clara")
         (('my boss', 'boss', None), None)
+        >>> relation_phrase("user.sister")
+        ('my sister', 'sister', None)
     """
     text = " ".join(phrase.split())
+    m = _USER_RELATION.match(text)
+    if m:
+        return f"my {m.group(1).casefold()}", m.group(1).casefold(), None
     m = _RELATION.match(text)
     if m:
         return f"{m.group(1)} {m.group(2)}", m.group(2).casefold(), (m.group(3) or None)
@@ -184,7 +191,7 @@ class Entity:
         """An entity first named ``phrase`` (a relation phrase gives the name,
         the relation and both as aliases)."""
         rel = relation_phrase(phrase)
-        name = (rel[2] if rel and rel[2] else phrase).strip()
+        name = (rel[2] or rel[0] if rel else phrase).strip()
         entity = cls(id, name, key or phrase.strip().casefold(), kind)
         entity.created_at = entity.updated_at = now
         entity.add_alias(phrase)

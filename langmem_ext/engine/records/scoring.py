@@ -11,7 +11,12 @@
     with :class:`ScoreWeights` (default 0.5, 0.15, 0.1, 0.25; they need not sum
     to 1). ``recency = 0.5 ** (age_days / half_life_days)`` with age counted
     from the last confirmation, reference or update (half-life 30 days);
-    ``confidence`` is the effective (decayed) confidence.
+    ``confidence`` is the effective (decayed) confidence (half of it for a
+    stale memory). When the request names entities ("my sister",
+    "Caroline"), the memories that name them come first (a question about
+    someone is answered first by what is known about them), and a memory
+    linked to them through one more entity has ``linked`` (0.3) added to its
+    relevance, capped at 1.
 
 Layered search
     Scores are cosine similarities (``vector`` mode) where the store can embed,
@@ -68,6 +73,8 @@ class ScoreWeights:
     recency: float = 0.1
     confidence: float = 0.25
     half_life_days: float = RECENCY_HALF_LIFE_DAYS
+    #: Relevance added to a memory one entity away from those the request names.
+    linked: float = 0.3
 
 
 DEFAULT_WEIGHTS = ScoreWeights()
