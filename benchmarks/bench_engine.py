@@ -27,9 +27,9 @@ from langgraph.store.base import PutOp
 
 from langmem_ext import SQLiteStore
 from langmem_ext.engine import Fact, MemoryContext, MemoryEngine
-from langmem_ext.engine.env import INDEX_FIELDS
-from langmem_ext.engine.lifecycle import slot_of
-from langmem_ext.engine.models import new_id, ts
+from langmem_ext.engine.operations.lifecycle import slot_of
+from langmem_ext.engine.records.models import new_id, ts
+from langmem_ext.engine.runtime.env import INDEX_FIELDS
 
 DIMS = 64
 WORDS = [f"w{i}" for i in range(2000)]

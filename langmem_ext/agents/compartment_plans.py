@@ -20,8 +20,7 @@ from typing import Any, Literal
 from langgraph.store.base import BaseStore, PutOp
 from pydantic import BaseModel, Field, create_model
 
-from ..engine.checks import shown
-from ..engine.models import ts
+from ..engine import shown, ts
 from ..errors import CompartmentFullError, MemoryToolError
 
 __all__ = [

@@ -50,9 +50,17 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore, PutOp
 
 from .._langgraph import config_runtime
-from ..engine import MemoryContext, NamespaceTemplate, layout
-from ..engine.checks import check_int, check_mapping, check_text, run_config, shown
-from ..engine.namespaces import check_label
+from ..engine import (
+    MemoryContext,
+    NamespaceTemplate,
+    check_int,
+    check_label,
+    check_mapping,
+    check_text,
+    layout,
+    run_config,
+    shown,
+)
 from ..errors import (
     ConfigurationError,
     InvalidValueError,

@@ -36,9 +36,20 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.store.base import BaseStore
 
 from .._langgraph import graph_store
-from ..engine import EngineConfig, EnginesByStore, MemoryEngine, NamespaceTemplate
-from ..engine.checks import check_int, check_text, run_config, shown
-from ..engine.requests import run_async, run_sync
+from ..engine import (
+    OPERATIONS,
+    EngineConfig,
+    EnginesByStore,
+    MemoryEngine,
+    NamespaceTemplate,
+    check_int,
+    check_text,
+    records_of,
+    run_async,
+    run_config,
+    run_sync,
+    shown,
+)
 from ..errors import ConfigurationError, InvalidValueError
 from .reflection import context as cx
 from .reflection.faces import ReflectionMiddleware as _ReflectionMiddleware
@@ -145,13 +156,10 @@ class MemoryPrompt:
         return self._engines.get(store)
 
     def _step(self, engine: MemoryEngine, config: RunnableConfig, query: str | None) -> Any:
-        from ..engine import profile as pf
-        from ..engine.lifecycle import records_of
-
         ctx = engine.context(config, namespace=self.namespace, default_tenant=self.default_tenant)
         env = engine.env(ctx)
         if self.kind == "profile":
-            profile = yield from pf.get_profile(env)
+            profile = yield from OPERATIONS["get_profile"].within(env)
             # The user's rules and episodes too: the prompt shows every kind of
             # memory the user has, whoever wrote it.
             others = yield from records_of(env, env.layer("user"), ("rule", "episode"))

@@ -31,7 +31,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from ..engine.requests import Operation, run_async, run_sync
+from ..engine import Operation, run_async, run_sync
 from .reflection.calls import MalformedOutput, ModelCalls, decode
 
 __all__ = ["ChatReranker", "chat_reranker"]

@@ -19,7 +19,7 @@ from langgraph.store.base import BaseStore
 from pydantic import ValidationError as PydanticValidationError
 
 from .._langgraph import config_runtime, current_config
-from ..engine.catalogue import error_text, invalid
+from ..engine import error_text, invalid
 from ..errors import ConfigurationError, LangmemError, MemoryToolError, TenantAccessError
 
 __all__ = ["MemoryTool", "dumps", "model_text", "resolve_store"]

@@ -39,10 +39,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
-from ..engine import MemoryEngine
-from ..engine.catalogue import Spec, to_json
-from ..engine.checks import shown
-from ..engine.operations import OPERATIONS
+from ..engine import OPERATIONS, MemoryEngine, Spec, shown, to_json
 from ..errors import ConfigurationError
 from .reflection.context import context as context_op
 from .tooling import MemoryTool

@@ -31,9 +31,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..agents.reflection.context import context as context_op
-from ..engine import MemoryContext, MemoryEngine
-from ..engine.catalogue import Spec, error_text, to_json
-from ..engine.operations import OPERATIONS
+from ..engine import OPERATIONS, MemoryContext, MemoryEngine, Spec, error_text, to_json
 from ..errors import LangmemError, MemoryNotFoundError
 from ..servers.values import metavar, read, shape
 from .dbopen import open_store

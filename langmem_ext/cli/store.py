@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..engine.catalogue import error_text
+from ..engine import error_text
 from ..errors import LangmemError
 from .dbopen import open_store
 

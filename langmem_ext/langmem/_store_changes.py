@@ -18,7 +18,7 @@ model decided to :func:`apply_changes`, which
   user's memories exactly as they were.
 
 Only after the batch does it settle the (subject, predicate) slots of revised
-facts (:func:`~langmem_ext.engine.lifecycle.resolve_slot`), which matters
+facts (:func:`~langmem_ext.engine.operations.lifecycle.resolve_slot`), which matters
 only when another writer changed the same slot meanwhile; a failure there is
 logged, the run's own changes being complete and consistent.
 """
@@ -32,10 +32,19 @@ from typing import Any
 from langgraph.store.base import PutOp
 from pydantic import BaseModel
 
-from ..engine import lifecycle as lc
-from ..engine.env import Env, add_fields, load_many
-from ..engine.models import Fact, MemoryRecord, Note
-from ..engine.requests import Batch, Operation
+from ..engine import (
+    Batch,
+    Env,
+    Fact,
+    MemoryRecord,
+    Note,
+    Operation,
+    add_fields,
+    delete_ops,
+    load_many,
+    plan_revision,
+    resolve_slot,
+)
 from ..errors import MemoryNotFoundError
 from .managers import ExtractedMemory, RemoveDoc
 from .schemas import refuse_empty
@@ -87,7 +96,7 @@ def apply_changes(
             if old is not None and old is default:
                 puts = puts[2:]  # the default memory: planned, never written
             elif old is not None:
-                puts += lc.delete_ops(env, old)
+                puts += delete_ops(env, old)
                 gone.append(old)
             continue
         if not isinstance(content, BaseModel):
@@ -113,7 +122,7 @@ def apply_changes(
         new_content: Any = value
         if isinstance(old.content, str) and set(value) == {"content"}:
             new_content = value["content"]
-        new, ops = yield from lc.plan_revision(env, old, new_content)
+        new, ops = yield from plan_revision(env, old, new_content)
         puts += ops
         if isinstance(new, Fact):
             revised.append(new)
@@ -126,7 +135,7 @@ def apply_changes(
     env.sized(gone, -1)
     for fact in revised:
         try:
-            yield from lc.resolve_slot(env, env.layer_of(fact), fact.slot)
+            yield from resolve_slot(env, env.layer_of(fact), fact.slot)
         except Exception as e:  # the run's changes are made; another write converges
             logger.warning("could not settle the slot of fact %s: %s", fact.id, e)
     return made

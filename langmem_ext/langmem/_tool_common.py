@@ -8,8 +8,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
 
-from ..engine import MemoryEngine
-from ..engine.checks import shown
+from ..engine import MemoryEngine, shown
 from ..errors import ConfigurationError, MissingIdentifierError
 
 __all__ = ["check_common", "tool_env"]

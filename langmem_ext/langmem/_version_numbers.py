@@ -36,7 +36,7 @@ its claim and its version, which leaves its number unused).
 
 Examples:
     >>> from langmem_ext import SQLiteStore
-    >>> from langmem_ext.engine.requests import run_sync
+    >>> from langmem_ext.engine import run_sync
     >>> store, ns = SQLiteStore(), ("prompts", "ada")
     >>> make = lambda n: {"kind": "prompt_version", "name": "main", "version": n}
     >>> [run_sync(claim_version(ns, "main", 1, make), store) for _ in range(2)]
@@ -56,7 +56,7 @@ from typing import Any
 
 from langgraph.store.base import GetOp, PutOp, SearchOp
 
-from ..engine.requests import Batch, Call, Operation
+from ..engine import Batch, Call, Operation
 from ..errors import StoreUnavailableError
 
 __all__ = ["CLAIM_KIND", "STALE_S", "claim_version", "scope_of", "version_key"]

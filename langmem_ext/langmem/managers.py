@@ -59,7 +59,7 @@ from ..agents.reflection.calls import (
     decode,
 )
 from ..agents.reflection.screen import cut, examples_in, is_example
-from ..engine.requests import Operation, run_async, run_sync
+from ..engine import Operation, run_async, run_sync
 from ..errors import ConfigurationError, ExtractionError
 from .schemas import (
     MEMORY_INSTRUCTIONS,

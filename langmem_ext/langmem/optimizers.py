@@ -47,7 +47,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from typing_extensions import Required, TypedDict
 
 from ..agents.reflection.calls import MalformedOutput, ModelCalls, decode
-from ..engine.requests import Operation, run_async, run_sync
+from ..engine import Operation, run_async, run_sync
 from ..errors import ConfigurationError
 
 __all__ = [

@@ -52,10 +52,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore, GetOp, Item, SearchOp
 
 from .._langgraph import current_config
-from ..engine import NamespaceTemplate
-from ..engine.checks import shown
-from ..engine.decode import warn_once
-from ..engine.requests import Batch, Operation, run_async, run_sync
+from ..engine import Batch, NamespaceTemplate, Operation, run_async, run_sync, shown, warn_once
 from ..errors import (
     ConfigurationError,
     DamagedMemoryError,

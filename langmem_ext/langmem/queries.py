@@ -5,7 +5,7 @@ cannot call tools.
 
 Examples:
     >>> from langchain_core.messages import AIMessage
-    >>> from langmem_ext.engine.requests import run_sync
+    >>> from langmem_ext.engine import run_sync
     >>> from langmem_ext.testing.chat import ScriptedExtractionModel
     >>> call = {"name": "search_memory", "args": {"query": "tea"}, "id": "q1"}
     >>> writer = QueryWriter(ScriptedExtractionModel([AIMessage("", tool_calls=[call])]))
@@ -21,7 +21,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
 from ..agents.reflection.calls import MalformedOutput, ModelCalls, decode
-from ..engine.requests import Operation
+from ..engine import Operation
 from .schemas import conversation
 
 __all__ = ["QueryWriter"]

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine import MemoryEngine
-from ..engine.operations import OPERATIONS
-from ..engine.requests import Operation
+from ..engine import OPERATIONS, MemoryEngine, Operation
 
 __all__ = ["arule_feedback", "rule_feedback"]
 

@@ -14,8 +14,7 @@ replaces it.
 
 Examples:
     >>> from langmem_ext import SQLiteStore
-    >>> from langmem_ext.engine.requests import run_sync
-    >>> from langmem_ext.langmem.summarization import RunningSummary
+    >>> from langmem_ext.engine import run_sync
     >>> place = SummaryPlace(("summaries",), SQLiteStore())
     >>> cfg = {"configurable": {"thread_id": "t-1"}}
     >>> _ = run_sync(place.save(RunningSummary("so far: hi", {"1"}, "1"), cfg), place.store)
@@ -25,17 +24,24 @@ Examples:
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.store.base import BaseStore, GetOp, PutOp
 
-from ..engine.checks import shown
-from ..engine.decode import warn_once
-from ..engine.namespaces import NamespaceTemplate
-from ..engine.requests import Batch, Operation
+from ..engine import Batch, NamespaceTemplate, Operation, shown, warn_once
 from ..errors import ConfigurationError
 
-__all__ = ["SummaryPlace"]
+__all__ = ["RunningSummary", "SummaryPlace"]
+
+
+@dataclass
+class RunningSummary:
+    """The summary so far and which messages it covers (LangMem's shape)."""
+
+    summary: str
+    summarized_message_ids: set[str] = field(default_factory=set)
+    last_summarized_message_id: str | None = None
 
 
 class SummaryPlace:
@@ -71,10 +77,8 @@ class SummaryPlace:
             )
         return self.template(config), str(thread)
 
-    def load(self, config: Any) -> Operation[Any]:
+    def load(self, config: Any) -> Operation[RunningSummary | None]:
         """The thread's stored summary, or None (none stored, or damaged)."""
-        from .summarization import RunningSummary
-
         ns, key = self._where(config)
         (item,) = yield Batch([GetOp(ns, key)])
         if item is None:
@@ -97,7 +101,7 @@ class SummaryPlace:
             last_summarized_message_id=v.get("last_summarized_message_id"),
         )
 
-    def save(self, summary: Any, config: Any) -> Operation[None]:
+    def save(self, summary: RunningSummary, config: Any) -> Operation[None]:
         """Store ``summary`` as the thread's (not indexed for search)."""
         ns, key = self._where(config)
         value = {

@@ -17,7 +17,7 @@ from langchain_core.messages.utils import merge_message_runs
 from pydantic import BaseModel, Field
 
 from ..agents.reflection.calls import rejects_tool_shape
-from ..engine.checks import shown
+from ..engine import shown
 from ..errors import InvalidValueError
 
 __all__ = [

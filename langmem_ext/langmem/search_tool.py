@@ -17,11 +17,9 @@ from langgraph.store.base import BaseStore
 from pydantic import BaseModel, Field, create_model
 
 from ..agents.tooling import MemoryTool, dumps, resolve_store
-from ..engine import EngineConfig, EnginesByStore, NamespaceTemplate
-from ..engine.checks import shown
-from ..engine.operations import OPERATIONS
-from ..errors import ConfigurationError, LangmemError, MemoryToolError
-from ..stores import OPERATORS, normalize_filter
+from ..engine import OPERATIONS, EngineConfig, EnginesByStore, NamespaceTemplate, shown
+from ..errors import ConfigurationError, InvalidValueError, LangmemError, MemoryToolError
+from ..stores import OPERATORS
 from ._tool_common import check_common, tool_env
 
 __all__ = ["create_search_memory_tool"]
@@ -82,33 +80,27 @@ def create_search_memory_tool(
     initial_store = store
     engines = EnginesByStore(EngineConfig(namespace=template, default_tenant=default_tenant))
 
-    def check(query: Any, limit: Any, offset: Any, filter: Any) -> tuple[int, int, Any]:
-        if query is not None and not isinstance(query, str):
-            raise MemoryToolError(f"query must be text, got {type(query).__name__}.")
-        limit = 10 if limit is None else limit
-        offset = 0 if offset is None else offset
-        for label, v, low in (("limit", limit, 1), ("offset", offset, 0)):
-            if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= _MAX_PAGE:
-                raise MemoryToolError(
-                    f"{label} must be a whole number from {low} to {_MAX_PAGE}, got {shown(v)}."
-                )
-        if isinstance(filter, list):
-            filter = _conditions_to_filter(filter)
-        try:
-            normalize_filter(filter)
-        except RecursionError:
-            raise MemoryToolError("Invalid filter: nested too deeply.") from None
-        except (ValueError, TypeError) as e:
-            raise MemoryToolError(f"Invalid filter: {e}.") from None
-        return limit, offset, filter or None
+    spec = OPERATIONS["search_items"]
 
     def plan(query: Any, limit: Any, offset: Any, filter: Any, config: RunnableConfig) -> Any:
         store = resolve_store(initial_store, config, name)
-        limit, offset, filter = check(query, limit, offset, filter)
+        if isinstance(filter, list):  # strict mode's conditions
+            filter = _conditions_to_filter(filter)
+        args = {
+            "query": query,
+            "filter": filter or None,
+            "limit": 10 if limit is None else limit,
+            "offset": 0 if offset is None else offset,
+            "mode": search_mode,
+        }
         engine = engines.get(store)
         tool_env(engine, config)  # a caller without a user: a configuration error
-        args = {"query": query, "filter": filter, "limit": limit, "offset": offset}
-        step = OPERATIONS["search_items"].start(engine, config, {**args, "mode": search_mode})
+        # The operation checks the arguments, once, as on every other surface;
+        # the tool only words a refusal as a tool error.
+        try:
+            step = spec.start(engine, config, args)
+        except LangmemError as e:
+            raise _rejected(e) from e
         return engine, _search(step, response_format, engine.metrics, name)
 
     def search_memory(
@@ -153,11 +145,6 @@ def create_search_memory_tool(
     )
 
 
-#: The largest limit or offset a model may ask for (larger numbers are
-#: mistakes, and some stores cannot bind them).
-_MAX_PAGE = 10_000
-
-
 #: Engine bookkeeping the model does not need to read (the artifact keeps it all).
 _HIDDEN = frozenset(
     {
@@ -200,6 +187,8 @@ def _rejected(e: Exception) -> Exception:
         return e
     if isinstance(e, LangmemError) and e.retryable:
         return e
+    if isinstance(e, InvalidValueError):  # a bad argument, worded as on every surface
+        return MemoryToolError(f"{e}.")
     return MemoryToolError(f"The store rejected this search: {e}.")
 
 

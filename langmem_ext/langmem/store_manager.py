@@ -7,7 +7,7 @@
 * It manages the same memories as the tools, reflection and the memory prompt:
   its namespace template resolves to the user's space (identity from the
   authentication, the tenant prefix where there is one; see
-  :mod:`langmem_ext.engine.layout`).
+  :mod:`langmem_ext.engine.identity.layout`).
 * It reads every item there, whatever wrote it: a tool's note, a fact
   reflection extracted, an item of another program (LangMem's manager crashes
   on items without ``kind``). Changes go through the engine: updating a fact
@@ -16,7 +16,7 @@
 * A run is all-or-nothing: every change is planned after the model calls and
   written in one batch (one transaction on our stores), so a model error or a
   refused memory leaves the store as it was (:mod:`.store_changes`). Damaged
-  items (see :mod:`langmem_ext.engine.decode`) are never shown or changed.
+  items (see :mod:`langmem_ext.engine.records.decode`) are never shown or changed.
 * It always searches: ``query_limit`` below 4 still searches the latest
   messages (LangMem searched nothing, and duplicates piled up); each search
   runs once.
@@ -54,10 +54,17 @@ from langgraph.store.base import NOT_PROVIDED, BaseStore, GetOp, Item, SearchIte
 from pydantic import BaseModel
 
 from .._langgraph import config_runtime, current_config, graph_store
-from ..engine import EngineConfig, EnginesByStore, MemoryEngine, NamespaceTemplate
-from ..engine.env import add_fields
-from ..engine.models import MemoryRecord, Note
-from ..engine.requests import Batch, Operation
+from ..engine import (
+    Batch,
+    EngineConfig,
+    EnginesByStore,
+    MemoryEngine,
+    MemoryRecord,
+    NamespaceTemplate,
+    Note,
+    Operation,
+    add_fields,
+)
 from ..errors import ConfigurationError
 from ._store_changes import apply_changes
 from .managers import (

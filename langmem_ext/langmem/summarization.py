@@ -40,7 +40,7 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import LanguageModelLike
@@ -59,8 +59,8 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.store.base import BaseStore
 
 from ..agents.reflection.tokens import token_counter as text_counter
-from ..engine.requests import Call, Operation, run_async, run_sync
-from .running_summaries import SummaryPlace
+from ..engine import Call, Operation, run_async, run_sync
+from .running_summaries import RunningSummary, SummaryPlace
 
 __all__ = [
     "DEFAULT_EXISTING_SUMMARY_PROMPT",
@@ -96,15 +96,6 @@ DEFAULT_FINAL_SUMMARY_PROMPT = ChatPromptTemplate.from_messages(
         ("placeholder", "{messages}"),
     ]
 )
-
-
-@dataclass
-class RunningSummary:
-    """The summary so far and which messages it covers (LangMem's shape)."""
-
-    summary: str
-    summarized_message_ids: set[str] = field(default_factory=set)
-    last_summarized_message_id: str | None = None
 
 
 @dataclass

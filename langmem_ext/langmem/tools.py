@@ -7,9 +7,9 @@ switching is a change of import. What differs:
 
 * ``namespace`` may be left out: it is then built from the caller's identity
   (``{"user_id": "u-123"}`` → ``("user", "u-123")``, see
-  :mod:`langmem_ext.engine.namespaces`), and templates also read
+  :mod:`langmem_ext.engine.identity.namespaces`), and templates also read
   ``Runtime.context``. The tools share each user's memories with reflection,
-  the engine and the memory prompt (see :mod:`langmem_ext.engine.layout`):
+  the engine and the memory prompt (see :mod:`langmem_ext.engine.identity.layout`):
   search finds the facts reflection extracted, and updating one supersedes it
   (a new id, the old fact kept in its history). Under LangGraph authentication
   the user comes from the auth user, never from the config, and an
@@ -58,9 +58,14 @@ from pydantic import BaseModel, BeforeValidator, Field, TypeAdapter, WithJsonSch
 from pydantic import ValidationError as PydanticValidationError
 
 from ..agents.tooling import MemoryTool, resolve_store, short
-from ..engine import EngineConfig, EnginesByStore, MemoryEngine, NamespaceTemplate
-from ..engine.checks import shown
-from ..engine.operations import OPERATIONS
+from ..engine import (
+    OPERATIONS,
+    EngineConfig,
+    EnginesByStore,
+    MemoryEngine,
+    NamespaceTemplate,
+    shown,
+)
 from ..errors import (
     ConfigurationError,
     LangmemError,

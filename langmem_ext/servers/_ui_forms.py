@@ -15,10 +15,7 @@ import json
 import typing
 from typing import Any
 
-from ..engine import MemoryContext, MemoryEngine
-from ..engine.catalogue import Spec
-from ..engine.models import Fact, MemoryRecord
-from ..engine.operations import OPERATIONS
+from ..engine import OPERATIONS, Fact, MemoryContext, MemoryEngine, MemoryRecord, Spec
 from ..stores.transfer import export_jsonl
 from .values import alternatives, read, shape
 

@@ -39,8 +39,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..engine import MemoryContext
-from ..engine.tenancy import ADMIN_PERMISSION, ELEVATE_PERMISSION, read_only
+from ..engine import ADMIN_PERMISSION, ELEVATE_PERMISSION, MemoryContext, read_only
 from ..errors import AuthenticationError, ConfigurationError
 
 __all__ = ["ENV_VAR", "Callers"]

@@ -40,8 +40,7 @@ from langgraph.store.base import BaseStore
 
 from ..agents.tooling import model_text
 from ..agents.tools import TOOL_SET, tool_answer
-from ..engine import MemoryContext, MemoryEngine
-from ..engine.catalogue import Spec, strip_titles
+from ..engine import MemoryContext, MemoryEngine, Spec, strip_titles
 from ..errors import AuthenticationError, ConfigurationError, InvalidValueError, LangmemError
 from ..langmem.tools import create_manage_memory_tool, create_search_memory_tool
 from .callers import Callers

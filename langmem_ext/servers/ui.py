@@ -52,10 +52,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
-from ..engine import MemoryContext, MemoryEngine
-from ..engine.catalogue import error_text
-from ..engine.env import not_found
-from ..engine.operations import OPERATIONS
+from ..engine import OPERATIONS, MemoryContext, MemoryEngine, error_text, not_found
 from ..errors import AuthenticationError, LangmemError, MemoryNotFoundError, TenantAccessError
 from ._ui_forms import changed_fields, export_own, forget_effect, form_fields, form_values
 from ._ui_sessions import DEFAULT_IDLE, DEFAULT_LIFETIME, Sessions, ended_message

@@ -18,7 +18,7 @@ import types
 import typing
 from typing import Any
 
-from ..engine.catalogue import Param
+from ..engine import Param
 
 __all__ = ["alternatives", "metavar", "read", "shape"]
 

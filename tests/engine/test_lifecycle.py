@@ -118,7 +118,7 @@ def test_forget_rule_and_episode_are_tombstoned(eng, ctx):
 
 
 def test_legacy_forgotten_validity_is_an_alias():
-    from langmem_ext.engine.policy import VALIDITY_ALIASES
+    from langmem_ext.engine.records.policy import VALIDITY_ALIASES
 
     assert VALIDITY_ALIASES["forgotten"] == "retracted"
 

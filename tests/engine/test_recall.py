@@ -9,7 +9,7 @@ import pytest
 from langgraph.store.memory import InMemoryStore
 
 from langmem_ext.engine import MemoryContext, MemoryEngine, ScoreWeights
-from langmem_ext.engine.scoring import composite
+from langmem_ext.engine.records.scoring import composite
 from langmem_ext.errors import MissingIdentifierError
 from tests.embeddings import WordEmbeddings
 

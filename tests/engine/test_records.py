@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from langmem_ext.engine import Episode, Fact, Note, Rule
-from langmem_ext.engine.models import parse_ts
-from langmem_ext.engine.policy import effectiveness
+from langmem_ext.engine.records.models import parse_ts
+from langmem_ext.engine.records.policy import effectiveness
 
 from .conftest import START
 

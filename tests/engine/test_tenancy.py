@@ -161,7 +161,8 @@ def run(store, steps, only=None):
 def view(engine: MemoryEngine, tenant: str):
     """Everything a tenant can observe, without the random ids."""
     ctx = CTX[tenant]
-    drop = {"id", "superseded_by", "memory_id", "replaces"}
+    drop = {"id", "superseded_by", "memory_id", "replaces", "subject_entity", "object_entity"}
+    drop |= {"mentions"}  # entity ids: random like memory ids
     rows = []
     for item in engine.store.search(("tenant", tenant), limit=10_000):
         value = dict(item.value)

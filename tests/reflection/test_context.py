@@ -17,7 +17,7 @@ from langmem_ext.agents import MemoryPrompt
 from langmem_ext.agents.reflection import amemory_context, format_profile, memory_context
 from langmem_ext.agents.reflection.tokens import token_counter
 from langmem_ext.engine import Profile
-from langmem_ext.engine.models import Fact
+from langmem_ext.engine.records.models import Fact
 from langmem_ext.errors import InvalidValueError
 from tests.surfaces.scripted import ScriptedChatModel
 

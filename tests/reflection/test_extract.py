@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+from datetime import datetime
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
@@ -35,11 +36,15 @@ def test_one_named_tool_call_per_turn(engine, ctx, reflect):
     assert "user: I moved to Berlin last year" in prompt
     assert "assistant (context only, not about the user): Nice!" in prompt
     f = engine.get_profile(ctx).facts[0]
+    # "I moved to Berlin last year": the fact held since last year, read from the words
+    year = str(datetime.fromisoformat(f.created_at).year - 1)
     assert f.provenance == {
         "source": "reflection",
         "thread_id": "t1",
         "message_ids": ["h1", "a1"],
+        "when": {"label": year, "phrase": "last year", "source": "text"},
     }
+    assert f.valid_at.startswith(f"{year}-01-01")
     ex.shutdown()
 
 

@@ -43,7 +43,7 @@ from langmem_ext.engine import (
     NamespaceTemplate,
     RetryPolicy,
 )
-from langmem_ext.engine.tenancy import fill_space
+from langmem_ext.engine.identity.tenancy import fill_space
 from langmem_ext.errors import ConfigurationError, LangmemError, StoreError
 from langmem_ext.langmem import create_memory_store_manager
 from langmem_ext.servers.callers import Callers

@@ -209,7 +209,7 @@ def test_bad_vectors_are_refused_and_never_stored(tmp_path, tally, bad):
 
 
 def test_fact_ids_that_collide_are_drawn_again(store, tally, monkeypatch):
-    import langmem_ext.engine.env as env_module
+    import langmem_ext.engine.operations.loading as env_module
 
     t = tally("profile fact id collisions")
     engine = MemoryEngine(store)

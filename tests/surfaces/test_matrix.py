@@ -44,7 +44,7 @@ from langmem_ext import (
 )
 from langmem_ext.cli.app import app as cli_app
 from langmem_ext.engine import MemoryContext
-from langmem_ext.engine.catalogue import error_text
+from langmem_ext.engine.runtime.catalogue import error_text
 from langmem_ext.errors import LangmemError
 from langmem_ext.testing.chat import ScriptedExtractionModel
 from tests.postgres_server import pg_server  # noqa: F401 - fixture

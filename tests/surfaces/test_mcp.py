@@ -230,7 +230,7 @@ def test_the_tool_list_is_the_snapshot_and_every_parameter_is_described(capsys):
                and t["name"].startswith("memory_"))  # fmt: skip
     assert {t["name"] for t in reader} == {
         "memory_get", "memory_search", "memory_recall", "memory_stats", "memory_context",
-        "search_memory",
+        "memory_entities", "memory_about", "memory_timeline", "memory_stale", "search_memory",
     }  # fmt: skip
     assert all(t["annotations"]["readOnlyHint"] for t in reader)
     with capsys.disabled():

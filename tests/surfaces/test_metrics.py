@@ -18,7 +18,7 @@ reader = InMemoryMetricReader()
 metrics.set_meter_provider(MeterProvider([reader]))
 
 from langmem_ext import SQLiteStore, create_manage_memory_tool, create_search_memory_tool
-from langmem_ext.engine.metrics import collected_points
+from langmem_ext.engine.runtime.metrics import collected_points
 
 store = SQLiteStore()
 config = {"configurable": {"user_id": "ada"}}

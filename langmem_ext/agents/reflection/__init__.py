@@ -6,7 +6,9 @@ memory given back to the model within a token budget.
   and ``create_agent`` middleware (:mod:`.executor`);
 * :func:`format_profile`, :func:`memory_context` — the profile and
   context blocks (:mod:`.context`); :class:`MemoryPrompt` puts them into the system
-  prompt (:mod:`langmem_ext.agents.middleware`).
+  prompt (:mod:`langmem_ext.agents.middleware`);
+* :func:`resolve_when`, :func:`turn_time`, :func:`reconcile` — when a fact held,
+  read from the user's words against the turn's own time (:mod:`.when`).
 
 Examples:
     >>> from langmem_ext import SQLiteStore
@@ -28,6 +30,7 @@ from .executor import ReflectionExecutor, ReflectionFailure
 from .extract import FactExtractor, MalformedOutput
 from .reflect import ReflectionResult, ReflectionSettings
 from .tokens import token_counter
+from .when import When, reconcile, resolve_when, turn_time
 
 __all__ = [
     "DEFAULT_QUOTAS",
@@ -37,8 +40,12 @@ __all__ = [
     "ReflectionFailure",
     "ReflectionResult",
     "ReflectionSettings",
+    "When",
     "amemory_context",
     "format_profile",
     "memory_context",
+    "reconcile",
+    "resolve_when",
     "token_counter",
+    "turn_time",
 ]

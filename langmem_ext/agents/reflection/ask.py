@@ -19,9 +19,9 @@ is dropped.
 Examples:
     >>> from langchain_core.messages import AIMessage, HumanMessage
     >>> from langmem_ext import SQLiteStore
-    >>> from langmem_ext.agents.reflection.reflect import ReflectionResult, ReflectionSettings
+    >>> from langmem_ext.agents.reflection.settings import ReflectionResult, ReflectionSettings
     >>> from langmem_ext.engine import MemoryContext, MemoryEngine
-    >>> from langmem_ext.engine.requests import run_sync
+    >>> from langmem_ext.engine import run_sync
     >>> from langmem_ext.testing.chat import ScriptedExtractionModel
     >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext(user_id="ada")
     >>> model = ScriptedExtractionModel([[("Berlin is the capital of Germany", "context", 0.9)],
@@ -39,20 +39,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
 
 from langchain_core.messages import BaseMessage
 
-from ...engine.env import Env
-from ...engine.models import Fact
-from ...engine.profile import FactCandidate
-from ...engine.requests import Call, Operation
+from ...engine import Call, Env, Fact, FactCandidate, Operation
 from ...errors import ExtractionError
 from .extract import ContextOverflow, FactExtractor, MalformedOutput
 from .screen import DroppedFact, cut, screen, user_statements
-
-if TYPE_CHECKING:  # the reflection's types; reflect imports this module
-    from .reflect import ReflectionResult, ReflectionSettings
+from .settings import ReflectionResult, ReflectionSettings
 
 __all__ = ["FACTS_AFTER_CUTOFF", "ask_steps"]
 

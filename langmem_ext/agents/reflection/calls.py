@@ -46,7 +46,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 
 from ..._workers import Workers
-from ...engine.requests import Call, Operation
+from ...engine import Call, Operation
 from .replies import MalformedOutput, cut_off, decode, json_in, short, unclosed
 from .screen import cut
 
@@ -304,7 +304,7 @@ class ModelCalls:
     def call(self, runnable: Callable[[], Any], payload: Any) -> Call:
         """One counted, isolated call with a time limit of the runnable
         ``runnable()`` makes (binding is part of the call: a model that cannot
-        bind tools fails the call), as a :class:`~langmem_ext.engine.requests.Call`
+        bind tools fails the call), as a :class:`~langmem_ext.engine.runtime.requests.Call`
         run by either driver."""
         config = _isolated(self.name)
 

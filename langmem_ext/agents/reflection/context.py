@@ -30,7 +30,7 @@ are left out first. Tokens are counted by a real tokenizer
 
 Examples:
     >>> from langmem_ext.engine import Profile
-    >>> from langmem_ext.engine.models import Fact
+    >>> from langmem_ext.engine import Fact
     >>> fact = Fact(id="fact_1", tenant_id="t", layer="user", layer_id="ada",
     ...             content="Prefers dark mode", category="preference", confidence=0.9)
     >>> print(format_profile(Profile("ada", {"work": "Engineer at Acme"}, {}, [fact])))
@@ -49,16 +49,37 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ...engine import MemoryContext, MemoryEngine
-from ...engine import recall as rc
-from ...engine.catalogue import Caller, operation
-from ...engine.checks import check_int, check_number, check_text, shown
-from ...engine.env import Env
-from ...engine.models import Fact, Rule, content_text
-from ...engine.params import ScopeFilter, Tenant
-from ...engine.profile import CONTEXT_KEYS, HISTORY_KEYS, Profile
-from ...engine.requests import Operation, run_async, run_sync
-from ...engine.scoring import best_first, composite, recency_factor, relevance
+from ...engine import (
+    CONTEXT_KEYS,
+    HISTORY_KEYS,
+    OPERATIONS,
+    AsOf,
+    Caller,
+    Env,
+    Fact,
+    Hit,
+    MemoryContext,
+    MemoryEngine,
+    Operation,
+    Profile,
+    Rule,
+    ScopeFilter,
+    Tenant,
+    ValidDuring,
+    best_first,
+    bump,
+    check_int,
+    check_number,
+    check_text,
+    composite,
+    content_text,
+    operation,
+    recency_factor,
+    relevance,
+    run_async,
+    run_sync,
+    shown,
+)
 from ...errors import ConfigurationError, InvalidValueError
 from .tokens import TokenCounter, token_counter
 
@@ -303,12 +324,20 @@ def _line(section: str, record: Any, score: float) -> str:
         return f"- [{record.created_at[:10]} | {score:.2f}] {record.content}"
     conf = getattr(record, "confidence", None)
     label = getattr(record, "category", None) or "fact"
+    notes = [] if conf is None else [f"confidence {conf:.2f}"]
+    # When it held, where known: the agent can tell "lives" from "lived".
+    if getattr(record, "valid_at", None):
+        notes.append(f"since {record.valid_at[:10]}")
+    if getattr(record, "invalid_at", None):
+        notes.append(f"until {record.invalid_at[:10]}")
+    if record.stale:
+        notes.append("may be stale: what it came from changed")
     return f"- [{label} | {score:.2f}] {record.content}" + (
-        "" if conf is None else f" (confidence {conf:.2f})"
+        f" ({'; '.join(notes)})" if notes else ""
     )
 
 
-def _episode_score(env: Env, hit: rc.Hit) -> float:
+def _episode_score(env: Env, hit: Hit) -> float:
     age = (env.now - datetime.fromisoformat(hit.record.created_at)).total_seconds() / 86400
     w = env.config.weights
     return composite(
@@ -328,27 +357,23 @@ def context_steps(
     quotas: Mapping[str, float] | None,
     tokenizer: str | TokenCounter | None,
     limit: int = 50,
+    *,
+    as_of: Any = None,
+    valid_during: Any = None,
 ) -> Operation[str]:
-    """The ``memory_context`` block (see the module docstring)."""
+    """The ``memory_context`` block (see the module docstring); ``as_of`` /
+    ``valid_during``: of what held then."""
     count = token_counter(tokenizer)
     check_text("query", query)
     check_text("scope", scope, optional=True)
     check_int("token_budget", token_budget, 1, MAX_TOKENS)
     q = check_quotas(quotas)
-    recalled = yield from rc.recall(
-        env, query, scope=scope, limit=limit, layers=None, types=("fact", "rule"), bump_refs=False
+    then = {"as_of": as_of, "valid_during": valid_during}
+    recalled = yield from OPERATIONS["recall"].within(
+        env, query, scope=scope, limit=limit, types=["fact", "rule"], bump_refs=False, **then
     )
-    episodes = yield from rc.search(
-        env,
-        query,
-        types=["episode"],
-        scope=scope,
-        mode=None,
-        limit=limit,
-        min_confidence=None,
-        layers=None,
-        tags=None,
-        filter=None,
+    episodes = yield from OPERATIONS["search"].within(
+        env, query, types=["episode"], scope=scope, mode=None, limit=limit, **then
     )
     entries = [
         _Entry(
@@ -371,7 +396,7 @@ def context_steps(
         )
     chosen = _fit(entries, token_budget, q, count)
     shown = [e.record for es in chosen.values() for e in es if e.section != "episodes"]
-    yield from rc.bump(env, shown, counted=True)
+    yield from bump(env, shown, counted=True)
     return _render(chosen)
 
 
@@ -388,11 +413,23 @@ def context(
     scope: ScopeFilter = None,
     token_budget: Budget = DEFAULT_CONTEXT_BUDGET,
     *,
+    as_of: AsOf = None,
+    valid_during: ValidDuring = None,
     tenant: Tenant = None,
 ) -> Operation[str]:
     """The memory block to put into a system prompt for a request: the facts,
-    rules and recent episodes most useful for it, within a token budget."""
-    return context_steps(c.env(tenant), query, scope, token_budget, None, None)
+    rules and recent episodes most useful for it, within a token budget (of
+    what held at ``as_of`` or during ``valid_during``, when given)."""
+    return context_steps(
+        c.env(tenant),
+        query,
+        scope,
+        token_budget,
+        None,
+        None,
+        as_of=as_of,
+        valid_during=valid_during,
+    )
 
 
 def memory_context(
@@ -405,10 +442,13 @@ def memory_context(
     quotas: Mapping[str, float] | None = None,
     tokenizer: str | TokenCounter | None = None,
     tenant: str | None = None,
+    as_of: Any = None,
+    valid_during: Any = None,
 ) -> str:
     """``memory_context``: the memory block for ``query``, of the memories of
     ``scope`` and ``global`` (all scopes when None), within ``token_budget``
-    tokens (see the module docstring).
+    tokens (see the module docstring); ``as_of`` / ``valid_during``: of what
+    held then.
 
     Examples:
         >>> from langmem_ext import SQLiteStore
@@ -421,7 +461,16 @@ def memory_context(
     _check_engine(engine)
     with engine.metrics.measure("context"):
         env = engine.env(ctx, tenant)
-        step = context_steps(env, query, scope, token_budget, quotas, tokenizer)
+        step = context_steps(
+            env,
+            query,
+            scope,
+            token_budget,
+            quotas,
+            tokenizer,
+            as_of=as_of,
+            valid_during=valid_during,
+        )
         return run_sync(step, engine.store, engine.config)
 
 
@@ -435,12 +484,23 @@ async def amemory_context(
     quotas: Mapping[str, float] | None = None,
     tokenizer: str | TokenCounter | None = None,
     tenant: str | None = None,
+    as_of: Any = None,
+    valid_during: Any = None,
 ) -> str:
     """Async :func:`memory_context`."""
     _check_engine(engine)
     with engine.metrics.measure("context"):
         env = engine.env(ctx, tenant)
-        step = context_steps(env, query, scope, token_budget, quotas, tokenizer)
+        step = context_steps(
+            env,
+            query,
+            scope,
+            token_budget,
+            quotas,
+            tokenizer,
+            as_of=as_of,
+            valid_during=valid_during,
+        )
         return await run_async(step, engine.store, engine.config)
 
 

@@ -74,9 +74,18 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.store.base import BaseStore
 
 from ..._langgraph import config_runtime, graph_store
-from ...engine import EngineConfig, EnginesByStore, MemoryEngine, NamespaceTemplate
-from ...engine.checks import check_int, check_number, run_config, shown
-from ...engine.requests import run_async, run_sync
+from ...engine import (
+    EngineConfig,
+    EnginesByStore,
+    MemoryEngine,
+    NamespaceTemplate,
+    check_int,
+    check_number,
+    run_async,
+    run_config,
+    run_sync,
+    shown,
+)
 from ...errors import ConfigurationError, InvalidValueError
 from .extract import FactExtractor
 from .faces import GraphFaces
@@ -303,7 +312,9 @@ class ReflectionExecutor(LangMemSearch, GraphFaces):
     def _model_steps(self, job: Job) -> Any:
         assert job.engine is not None and job.ctx is not None and self.extractor is not None
         env = job.engine.env(job.ctx)
-        return reflect_steps(env, self.extractor, job.messages, job.thread_id, self.settings)
+        return reflect_steps(
+            env, self.extractor, job.messages, job.thread_id, self.settings, job.config
+        )
 
     def _run_sync(self, job: Job) -> Any:
         if job.kind == "model":

@@ -32,7 +32,7 @@ streams the extraction call nor shows its output to the user.
 Reading is tolerant and storing strict: a category spelt with another case, a
 plural or stray spaces (``" Preferences"``) is read as the allowed category;
 any other category is invalid. Validation is per fact: content a non-empty
-string, category one of :data:`~langmem_ext.engine.policy.FACT_CATEGORIES`,
+string, category one of :data:`~langmem_ext.engine.records.policy.FACT_CATEGORIES`,
 confidence a number in [0, 1], optional fields strings. Output that is not the
 requested object at all raises :class:`MalformedOutput`; invalid facts are
 reported as problems (the caller asks again, telling the model what was
@@ -61,10 +61,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from ...engine import policy
-from ...engine.models import Fact
-from ...engine.profile import FactCandidate
-from ...engine.requests import Operation, run_async, run_sync
+from ...engine import Fact, FactCandidate, Operation, policy, run_async, run_sync
 from .calls import (
     ContextOverflow,
     MalformedOutput,
@@ -146,6 +143,11 @@ class _ExtractedFact(BaseModel):
         default=None,
         description="The number of the known fact this fact corrects or updates (the "
         "number before it in the list of known facts), else null.",
+    )
+    when: str | None = Field(
+        default=None,
+        description="When it started to hold, if the user said so (YYYY-MM-DD, or the "
+        "user's words such as 'last month'), else null.",
     )
 
 
@@ -413,9 +415,18 @@ class FactExtractor(OnModelCalls):
                         replaces=(
                             str(item["replaces"]) if item.get("replaces") is not None else None
                         ),
+                        when=_model_when(item.get("when")),
                     )
                 )
         return facts, problems
+
+
+def _model_when(value: Any) -> dict[str, Any] | None:
+    """The model's date of a fact, kept for reflection to weigh against the
+    user's words (anything but text is ignored: dates are optional)."""
+    if isinstance(value, str) and value.strip() and value.strip().casefold() != "null":
+        return {"model": value.strip()[:100]}
+    return None
 
 
 def _invalid(item: Any) -> str | None:

@@ -30,8 +30,7 @@ from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.store.base import BaseStore
 
 from ..._langgraph import RUNTIME_KEY
-from ...engine import MemoryContext, MemoryEngine
-from ...engine.checks import shown
+from ...engine import MemoryContext, MemoryEngine, shown
 from ...errors import InvalidValueError
 
 # "No thread id given" — distinct from an explicit None, which means no thread.

@@ -1,11 +1,11 @@
 """One reflection: the turns of a thread not yet reflected → profile facts.
 
 Written once as a generator of engine requests (see
-:mod:`langmem_ext.engine.requests`); the model call is a ``Call`` request, so
+:mod:`langmem_ext.engine.runtime.requests`); the model call is a ``Call`` request, so
 :func:`reflect` and :func:`areflect` share this body.
 
 Per user and thread, a cursor item (the user's ``reflection`` bookkeeping
-namespace, key ``thread_id``; see :mod:`langmem_ext.engine.layout`) holds the
+namespace, key ``thread_id``; see :mod:`langmem_ext.engine.identity.layout`) holds the
 id of the last message reflected, so two users on one thread id never share
 it. A reflection reads it, takes the messages after it (all of them when
 the messages carry no ids), and advances it only after the facts of those
@@ -33,7 +33,7 @@ Examples:
     >>> from langchain_core.messages import AIMessage, HumanMessage
     >>> from langmem_ext import SQLiteStore
     >>> from langmem_ext.engine import MemoryContext, MemoryEngine
-    >>> from langmem_ext.engine.requests import run_sync
+    >>> from langmem_ext.engine import run_sync
     >>> from langmem_ext.testing.chat import ScriptedExtractionModel
     >>> engine, ctx = MemoryEngine(SQLiteStore()), MemoryContext(user_id="ada")
     >>> extractor = FactExtractor(ScriptedExtractionModel([[("Has a dog", "context", 0.9)]]))
@@ -47,22 +47,25 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 from langgraph.store.base import GetOp, PutOp
 
-from ...engine import policy
-from ...engine import profile as pf
-from ...engine import recall as rc
-from ...engine.checks import shown
-from ...engine.env import Env
-from ...engine.models import Fact
-from ...engine.profile import FactCandidate, ProfileUpdate, SkippedFact
-from ...engine.requests import Batch, Operation
-from ...errors import ConfigurationError, ExtractionError
+from ...engine import (
+    OPERATIONS,
+    PROFILE_LAYER,
+    REFLECTION_SOURCE,
+    Batch,
+    Env,
+    Fact,
+    FactCandidate,
+    Operation,
+)
+from ...errors import ExtractionError
 from .ask import ask_steps
+from .dating import dated
 from .extract import (
     ASSISTANT_LABEL,
     ContextOverflow,
@@ -70,109 +73,19 @@ from .extract import (
     _known,
     format_turns,
 )
-from .screen import DroppedFact, cut, named_corrections
-from .tokens import TokenCounter, token_counter
+from .screen import cut, named_corrections
+from .settings import (
+    CONTEXT_MARGIN,
+    MIN_TURN_TOKENS,
+    TURNS_SHARE,
+    ReflectionResult,
+    ReflectionSettings,
+)
+from .tokens import token_counter
 
 __all__ = ["ReflectionResult", "ReflectionSettings", "reflect_steps"]
 
 logger = logging.getLogger("langmem_ext.agents.reflection")
-
-
-@dataclass(frozen=True)
-class ReflectionSettings:
-    """How reflections run.
-
-    Args:
-        threshold: facts under this confidence are skipped (default 0.5).
-        max_facts: active facts kept per profile (default 500).
-        attempts: model calls per turn before giving up (the turn stays pending).
-        backoff: seconds before the second attempt after a model error; doubles.
-        related: how many of the user's facts related to the turn the model sees.
-        window: at most this many messages per model call; a longer backlog is
-            reflected window by window, oldest first.
-        context_tokens: the model's context window in tokens (a local
-            server's ``n_ctx``); every prompt plus the extractor's output cap
-            fits in it, with a :data:`CONTEXT_MARGIN` share to spare.
-        tokenizer: how tokens are counted: an encoding name or a callable
-            ``str -> int`` (see :func:`~langmem_ext.agents.reflection.token_counter`);
-            default ``cl100k_base``.
-
-    Examples:
-        >>> ReflectionSettings(context_tokens=4096).context_tokens
-        4096
-        >>> ReflectionSettings(context_tokens=100)
-        Traceback (most recent call last):
-        ...
-        langmem_ext.errors.ConfigurationError: context_tokens must be an integer >= 512, got 100
-    """
-
-    threshold: float = policy.EXTRACTION_THRESHOLD
-    max_facts: int = policy.MAX_PROFILE_FACTS
-    attempts: int = 3
-    backoff: float = 1.0
-    related: int = 10
-    window: int = 20
-    context_tokens: int = 8192
-    tokenizer: str | TokenCounter | None = field(default=None, compare=False)
-
-    def __post_init__(self) -> None:
-        def bad(name: str, want: str) -> ConfigurationError:
-            return ConfigurationError(f"{name} must be {want}, got {shown(getattr(self, name))}")
-
-        def number(v: Any) -> bool:
-            return isinstance(v, int | float) and not isinstance(v, bool)
-
-        if not number(self.threshold) or not 0.0 <= self.threshold <= 1.0:
-            raise bad("threshold", "a number from 0 to 1")
-        for name, low in (
-            ("max_facts", 1),
-            ("attempts", 1),
-            ("related", 0),
-            ("window", 1),
-            ("context_tokens", MIN_CONTEXT),
-        ):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < low:
-                raise bad(name, f"an integer >= {low}")
-        if not number(self.backoff) or self.backoff < 0:
-            raise bad("backoff", "a number of seconds >= 0")
-
-
-#: The smallest ``context_tokens`` accepted.
-MIN_CONTEXT = 512
-#: Share of the context left unused: our token count is an estimate of the
-#: server's (another tokenizer, a chat template around each message).
-CONTEXT_MARGIN = 0.15
-#: Share of the prompt's room (what the instructions and output cap leave)
-#: given to the turns; the known facts get the rest.
-TURNS_SHARE = 0.75
-#: The smallest window of turns, in tokens, before giving up on overflows.
-MIN_TURN_TOKENS = 64
-
-
-@dataclass
-class ReflectionResult:
-    """What one reflection of a thread did (``dropped``: facts screened out;
-    ``unknown_replaces``: ``replaces`` values that named no fact shown)."""
-
-    thread_id: str
-    messages: int = 0
-    model_calls: int = 0
-    added: list[Fact] = field(default_factory=list)
-    merged: list[Fact] = field(default_factory=list)
-    superseded: list[str] = field(default_factory=list)
-    skipped: list[SkippedFact] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    invalid: list[str] = field(default_factory=list)
-    dropped: list[DroppedFact] = field(default_factory=list)
-    unknown_replaces: list[str] = field(default_factory=list)
-
-    def absorb(self, update: ProfileUpdate) -> None:
-        self.added += update.added
-        self.merged += update.merged
-        self.superseded += update.superseded
-        self.skipped += update.skipped
-        self.removed += update.removed
 
 
 def _pending(messages: Sequence[BaseMessage], cursor: str | None) -> list[BaseMessage]:
@@ -191,17 +104,8 @@ def _related(env: Env, turns: list[BaseMessage], limit: int) -> Operation[list[F
     query = format_turns([m for m in turns if m.type == "human"]) or format_turns(turns)
     if not query.strip() or limit <= 0:
         return []
-    hits = yield from rc.search(
-        env,
-        query[-2000:],
-        types=["fact"],
-        scope=None,
-        mode=None,
-        limit=limit,
-        min_confidence=None,
-        layers=[pf.PROFILE_LAYER],
-        tags=None,
-        filter=None,
+    hits = yield from OPERATIONS["search"].within(
+        env, query[-2000:], types=["fact"], mode=None, limit=limit, layers=[PROFILE_LAYER]
     )
     return [h.record for h in hits if isinstance(h.record, Fact)]
 
@@ -277,11 +181,14 @@ def reflect_steps(
     messages: Sequence[BaseMessage],
     thread_id: str,
     settings: ReflectionSettings,
+    config: Any = None,
 ) -> Operation[ReflectionResult]:
-    """Reflect the thread's messages after its cursor (see the module docstring)."""
+    """Reflect the thread's messages after its cursor (see the module docstring).
+    ``config``: the run's config, where a session or thread date may be (the
+    time "last month" is read against, when the messages carry none)."""
     result = ReflectionResult(thread_id)
     key = thread_id
-    cursor_ns = env.meta(env.layer(pf.PROFILE_LAYER), "reflection")
+    cursor_ns = env.meta(env.layer(PROFILE_LAYER), "reflection")
     [item] = yield Batch([GetOp(cursor_ns, key)])
     pending = _pending(messages, item.value.get("last_message_id") if item else None)
     budget = _Budget(extractor, settings)
@@ -312,13 +219,14 @@ def reflect_steps(
                 )
                 continue
             facts = named_corrections(_checked_replaces(facts, related, result), related, chunk)
+            facts = dated(facts, chunk, config=config, now=env.now)
             provenance: dict[str, Any] = {
                 # Marks the facts the profile cap may archive (never the user's own).
-                "source": pf.REFLECTION_SOURCE,
+                "source": REFLECTION_SOURCE,
                 "thread_id": thread_id,
                 "message_ids": [m.id for m in chunk if m.id],
             }
-            update = yield from pf.add_facts(
+            update = yield from OPERATIONS["add_facts"].within(
                 env,
                 facts,
                 threshold=settings.threshold,

@@ -42,7 +42,7 @@ returned with its reason, so a reflection reports it.
 
 Examples:
     >>> from langchain_core.messages import AIMessage, HumanMessage
-    >>> from langmem_ext.engine.profile import FactCandidate
+    >>> from langmem_ext.engine import FactCandidate
     >>> turn = [HumanMessage("I live in Berlin"),
     ...         AIMessage("Berlin has been the capital of Germany since 1990.")]
     >>> facts = [FactCandidate("Lives in Berlin", "context", 0.9),
@@ -66,8 +66,7 @@ from dataclasses import dataclass, replace
 
 from langchain_core.messages import BaseMessage
 
-from ...engine.models import Fact
-from ...engine.profile import FactCandidate
+from ...engine import Fact, FactCandidate
 
 __all__ = [
     "COPY_OVERLAP",
@@ -397,7 +396,7 @@ def named_corrections(
 
     Examples:
         >>> from langchain_core.messages import HumanMessage
-        >>> from langmem_ext.engine.models import Fact
+        >>> from langmem_ext.engine import Fact
         >>> old = Fact(id="f1", tenant_id="t", layer="user", layer_id="ada",
         ...            content="Works at a bakery")
         >>> turn = [HumanMessage("Update: I quit the bakery and now I work at a bookshop.")]

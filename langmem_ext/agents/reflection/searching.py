@@ -16,9 +16,16 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.store.base import BaseStore
 
 from ..._langgraph import config_runtime, graph_store
-from ...engine import EngineConfig, MemoryEngine
-from ...engine.checks import check_int, check_number, check_text, run_config, shown
-from ...engine.env import check_filter
+from ...engine import (
+    EngineConfig,
+    MemoryEngine,
+    check_filter,
+    check_int,
+    check_number,
+    check_text,
+    run_config,
+    shown,
+)
 from ...errors import ConfigurationError, InvalidValueError
 from .extract import FactExtractor
 from .jobs import store_config

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from ...engine.checks import shown
+from ...engine import shown
 from ...errors import ConfigurationError
 
 __all__ = ["DEFAULT_ENCODING", "TokenCounter", "token_counter"]
