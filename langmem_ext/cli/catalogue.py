@@ -167,7 +167,12 @@ def _show(spec: Spec[Any, Any], result: Any, engine: MemoryEngine, args: Any, ra
         typer.echo(data if isinstance(data, str) else json.dumps(data, indent=2, default=str))
         return
     table = Table()
-    columns = [c for c in ("score", "type", "id", "content", "confidence") if c in rows[0]]
+    # Memories by score, type, id, content and confidence, with their times
+    # and staleness when any has them; entities by name, kind and aliases.
+    wanted = ["score", "type", "id", "content", "valid_at", "invalid_at", "stale", "confidence"]
+    if "type" not in rows[0]:
+        wanted = ["name", "kind", "aliases", "id"]
+    columns = [c for c in wanted if any(c in r for r in rows)]
     for c in columns:
         table.add_column(c, justify="right" if c in ("score", "confidence") else "left")
     for row in rows:
@@ -189,4 +194,6 @@ def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}"
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if text.endswith("T00:00:00.000000+00:00"):  # a date: no time of day was given
+        text = text[:10]
     return text if len(text) <= 100 else text[:99] + "…"

@@ -200,15 +200,27 @@ def create_ui_app(
     async def search(request: Request, who: MemoryContext) -> Response:
         q = request.query_params.get("q", "").strip()
         mode = request.query_params.get("mode", "hybrid")
+        # A date: search what held then (replaced facts included).
+        as_of = request.query_params.get("as_of", "").strip() or None
         hits, error, status = [], None, 200
         if q:
             try:
-                hits = await act("search", who, query=q, mode=mode, limit=20)
+                hits = await act("search", who, query=q, mode=mode, limit=20, as_of=as_of)
             except LangmemError as e:
                 error, status = error_text(e), _status(e)
         modes = ("hybrid", "vector", "keyword")
         return page(request, "search.html", status, q=q, mode=mode, modes=modes, hits=hits,
-                    error=error)  # fmt: skip
+                    error=error, as_of=as_of or "")  # fmt: skip
+
+    @signed_in
+    async def entities(request: Request, who: MemoryContext) -> Response:
+        found = await act("entities", who)
+        return page(request, "entities.html", entities=found)
+
+    @signed_in
+    async def entity(request: Request, who: MemoryContext) -> Response:
+        known = await act("about", who, entity=request.path_params["id"])
+        return page(request, "entity.html", about=known)
 
     async def new_page(request: Request, kind: str, status: int = 200, **context: Any) -> Response:
         spec = OPERATIONS[_NEW[kind]]
@@ -238,8 +250,9 @@ def create_ui_app(
         chain = await act("versions", who, id=mid) if record.type == "fact" else []
         # A damaged item has no form: it can only be looked at and removed.
         events = await act("history", who, id=mid)
+        names = {e.id: e.name for e in await act("entities", who)} if record.type != "note" else {}
         return page(request, "memory.html", status=status, m=record, events=events,
-                    chain=chain, error=error, form=form or {},
+                    chain=chain, error=error, form=form or {}, names=names,
                     categories=form_fields(OPERATIONS["update_fact"], "category")[0]["choices"],
                     forgetting=forget_effect(record))  # fmt: skip
 
@@ -304,6 +317,8 @@ def create_ui_app(
         Route("/logout", logout, methods=["POST"]),
         Route("/", memories),
         Route("/search", search),
+        Route("/entities", entities),
+        Route("/entity/{id:path}", entity),
         Route("/export", export),
         Route("/new/{kind}", new, methods=["GET", "POST"]),
         Route("/memory/{id:path}/edit", edit, methods=["POST"]),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import types
 import typing
+from datetime import date, datetime
 from typing import Any
 
 from ..engine import Param
@@ -29,7 +30,8 @@ def shape(p: Param) -> str:
     types = [t for t in alternatives(p.annotation) if t is not type(None)]
     if all(typing.get_origin(t) is list for t in types):
         return "list"
-    if all(t is str or typing.get_origin(t) is typing.Literal for t in types):
+    # Times are written as text (an ISO date): the operation reads them.
+    if all(t in (str, datetime, date) or typing.get_origin(t) is typing.Literal for t in types):
         return "text"
     return "json"
 
@@ -45,6 +47,8 @@ def metavar(p: Param) -> str:
     ]
     if choices:
         return "|".join(choices)
+    if any(t in (datetime, date) for t in alternatives(p.annotation)):
+        return "DATE"
     if shape(p) == "json":
         numbers = all(t in (int, float) for t in alternatives(p.annotation) if t is not type(None))
         return "NUMBER" if numbers else "JSON"

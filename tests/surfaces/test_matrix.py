@@ -308,6 +308,28 @@ BAD = [
         lambda e, ids: e.stats(ADA, tenant="globex"),
         ("memory_stats", {"tenant_id": "globex"}),
         None, None),
+    Bad("a time without a zone", "INVALID_VALUE",
+        lambda e, ids: e.store_fact(ADA, "user", "mood", "calm", valid_at="2026-03-10T09:00:00"),
+        ("memory_store_fact", {**FACT, "valid_at": "2026-03-10T09:00:00"}),
+        ("memories", "store-fact", "user", "mood", "calm", "--valid-at", "2026-03-10T09:00:00"),
+        _new("fact", {**FACT, "valid_at": "2026-03-10T09:00:00"})),
+    Bad("ended before it began", "INVALID_VALUE",
+        lambda e, ids: e.store_fact(ADA, "user", "mood", "calm", valid_at="2025-01-01",
+                                    invalid_at="2024-01-01"),
+        ("memory_store_fact", {**FACT, "valid_at": "2025-01-01", "invalid_at": "2024-01-01"}),
+        ("memories", "store-fact", "user", "mood", "calm", "--valid-at", "2025-01-01",
+         "--invalid-at", "2024-01-01"),
+        _new("fact", {**FACT, "valid_at": "2025-01-01", "invalid_at": "2024-01-01"})),
+    Bad("a date that is no date", "INVALID_VALUE",
+        lambda e, ids: e.search(ADA, "x", as_of="2020-13-01"),
+        ("memory_search", {"query": "x", "as_of": "2020-13-01"}),
+        ("memories", "search", "x", "--as-of", "2020-13-01"),
+        lambda c, ids: c.get("/search?q=x&as_of=2020-13-01")),
+    Bad("derived from another user's memory", "MEMORY_NOT_FOUND",
+        lambda e, ids: e.store_rule(ADA, "x", derived_from=[ids["bob"]]),
+        ("memory_store_rule", {"content": "x", "derived_from": ["<bob>"]}),
+        ("memories", "store-rule", "x", "--derived-from", "<bob>"),
+        lambda c, ids: _new("rule", {"content": "x", "derived_from": ids["bob"]})(c, ids)),
     Bad("confirming an episode", "INVALID_OPERATION",
         lambda e, ids: e.confirm(ADA, "episode", ids["episode"]),
         ("memory_confirm", {"type": "episode", "id": "<episode>"}),
@@ -339,6 +361,8 @@ def test_each_bad_input_gives_the_same_coded_error_everywhere(world):
             return {k: fill(v) for k, v in args.items()}
         if isinstance(args, tuple):
             return tuple(fill(a) for a in args)
+        if isinstance(args, list):
+            return [fill(a) for a in args]
         return ids[args[1:-1]] if isinstance(args, str) and args in ("<bob>", "<episode>") else args
 
     for bad in BAD:

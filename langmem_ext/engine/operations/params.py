@@ -181,7 +181,12 @@ Tenant = Annotated[
 #: A moment in the world: an ISO-8601 date ('2026-03-10') or time with a zone
 #: ('2026-03-10T09:00:00+00:00'), or a ``datetime`` with a zone (zone and
 #: range, 1900-2200, are checked by the operation: see ``records/times.py``).
-Moment = datetime | date | str
+# Strict: a number is never read as a time (JSON's 2026 would be 1970 + 2026 s).
+Moment = (
+    Annotated[datetime, Field(strict=True)]
+    | Annotated[date, Field(strict=True)]
+    | Annotated[str, Field(strict=True)]
+)
 ValidAt = Annotated[
     Moment | None,
     Field(

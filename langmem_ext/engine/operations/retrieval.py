@@ -21,6 +21,7 @@ Examples:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -44,6 +45,7 @@ __all__ = [
     "effective_confidence",
     "held",
     "layered_ops",
+    "names_a_word",
     "read_refs",
     "scopes_of",
     "tags_ok",
@@ -188,6 +190,12 @@ def collect(
             if when(rec) if when is not None else rec.retrievable(env.stamp):
                 seen[key] = (rec, item.score)
     return list(seen.values())
+
+
+def names_a_word(query: str, text: str) -> bool:
+    """Whether ``text`` holds one of the query's words (three letters or more)."""
+    words = {w for w in re.findall(r"\w{3,}", query.casefold())}
+    return bool(words & set(re.findall(r"\w{3,}", text.casefold())))
 
 
 def held(as_of: Any, valid_during: Any) -> Callable[[MemoryRecord], bool] | None:

@@ -52,6 +52,7 @@ from .retrieval import (
     effective_confidence,
     held,
     layered_ops,
+    names_a_word,
     read_refs,
     scopes_of,
     tags_ok,
@@ -124,7 +125,12 @@ def search(
     hits: list[Hit] = []
     for rec, score in collect(env, results, owners, kinds, scopes, when):
         conf = effective_confidence(rec, env)
-        if not tags_ok(rec, tags) or unmatched(env, score, mode):
+        if not tags_ok(rec, tags):
+            continue
+        # Facts archived before archives were indexed have no score: in a read
+        # of the past they are kept when they hold a word of the query.
+        legacy = score is None and not rec.live and names_a_word(query, rec.text)
+        if unmatched(env, score, mode) and not legacy:
             continue
         if min_confidence is not None and conf is not None and conf < min_confidence:
             continue

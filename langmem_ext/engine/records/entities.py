@@ -274,7 +274,10 @@ class Entity:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, **self.to_value()}
+        """For display and JSON output: ``kind`` is the entity's kind."""
+        value = self.to_value()
+        value.pop("kind")
+        return {"id": self.id, "kind": value.pop("entity_kind"), **value}
 
 
 def _active(entities: Iterable[Entity]) -> list[Entity]:

@@ -117,11 +117,14 @@ class Env:
         return PutOp(ns, record.id, record.to_value(), self.index_fields())
 
     def retire(self, old: MemoryRecord, new: MemoryRecord) -> list[PutOp]:
-        """Move a memory that is no longer current into its layer's archive."""
+        """Move a memory that is no longer current into its layer's archive. A
+        fact stays searchable there (reads of the past rank it by the query;
+        its text's embedding is usually cached already)."""
         layer = self.layer_of(old)
+        index = self.index_fields() if new.type == "fact" else False
         return [
             PutOp(layer.ns, old.id, None),
-            PutOp(self.meta(layer, "archive"), new.id, new.to_value(), False),
+            PutOp(self.meta(layer, "archive"), new.id, new.to_value(), index),
         ]
 
     def event(
