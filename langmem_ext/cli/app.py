@@ -374,5 +374,47 @@ def bench_store(
     report(ns, names, kind_list, queries, out, load_budget * 60, Console())
 
 
+@bench_app.command("updates")
+def bench_updates(
+    people: Annotated[
+        int, typer.Option(help="Relatives and friends the user talks about (<= 8).")
+    ] = 8,
+    updates: Annotated[int, typer.Option(help="Homes each of them has, one after another.")] = 5,
+    k: Annotated[int, typer.Option(help="Memories recalled per question.")] = 5,
+    seed: Annotated[int, typer.Option(help="Seed of the generated story.")] = 0,
+    embed: Annotated[
+        str, typer.Option(help="Embedder of the store: none (keyword search) or local.")
+    ] = "none",
+    out: Annotated[Path, typer.Option(help="Directory for updates.json.")] = Path("bench-results"),
+) -> None:
+    """Knowledge updates, judge-free: the newest home of each person, reached
+    by name and through a relation ("Ada's sister"), and the home at a past
+    date, with a scripted extractor that names subjects and one that does not.
+
+    Example: langmem-ext bench updates --people 8 --updates 5
+    """
+    up = dev_module("bench.updates")
+    if not 1 <= people <= len(up.RELATIONS):
+        raise typer.BadParameter(f"--people must be from 1 to {len(up.RELATIONS)}")
+    if not 2 <= updates <= 10:
+        raise typer.BadParameter("--updates must be from 2 to 10")
+    if embed not in ("none", "local"):
+        raise typer.BadParameter("--embed must be none or local")
+    cfg = up.UpdatesConfig(people, updates, k, seed, None if embed == "none" else embed)
+    result = up.run_updates(cfg)
+    table = Table(title=f"knowledge updates: {result['turns']} turns, recall limit {k}")
+    table.add_column("extractor")
+    for what in ("current", "relation", "as_of"):
+        table.add_column(f"{what} ({result['questions'][what]})", justify="right")
+    table.add_column("recall ms (median)", justify="right")
+    for kind in cfg.extractors:
+        row = result[kind]
+        cells = [f"{row[w]['accuracy']:.2f}" if row[w]["asked"] else "-" for w in
+                 ("current", "relation", "as_of")]  # fmt: skip
+        table.add_row(kind, *cells, f"{row['recall_ms_median']:.1f}")
+    Console().print(table)
+    Console().print(f"wrote {up.write_outputs(result, out)}", highlight=False)
+
+
 app.command("eval-extraction")(eval_extraction)
 app.command("ui")(ui)

@@ -58,7 +58,7 @@ def test_tool_names_and_arguments(engine):
     assert args["memory_recall"][:3] == ["query", "scope", "limit"]
     assert args["memory_get"][:2] == ["type", "id"]
     assert args["memory_mark_harmful"][:2] == ["id", "reason"]
-    assert args["memory_context"] == ["query", "scope", "token_budget"]
+    assert args["memory_context"] == ["query", "scope", "token_budget", "as_of", "valid_during"]
     assert all("config" not in a and "tenant_id" not in a for a in args.values())
     admin = {t.name: t for t in create_memory_tools(engine, admin=True)}
     assert "tenant_id" in admin["memory_search"].tool_call_schema["properties"]

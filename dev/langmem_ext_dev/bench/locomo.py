@@ -195,6 +195,10 @@ class LocomoConfig:
     candidates: int = 50  # how many results a stage reorders
     rerank: tuple[str, ...] = ()  # re-rankers through the store's stage: oracle@N, chat:M@N
     facts_window: int = 1  # turns per extraction call of the facts set
+    # The facts set's scripted model names each fact's subject (its speaker),
+    # as the extraction prompt asks a model to: facts then have entities.
+    fact_subjects: bool = False
+    graph_hops: int = 2  # recall's expansion through entities (0: off)
 
 
 @contextmanager
@@ -436,8 +440,8 @@ def _facts(
 
     from .locomo_facts import recall_facts, reflect_conversation
 
-    engine = MemoryEngine(store)
-    tally = reflect_conversation(engine, conv, cfg.facts_window)
+    engine = MemoryEngine(store, graph_hops=cfg.graph_hops)
+    tally = reflect_conversation(engine, conv, cfg.facts_window, subjects=cfg.fact_subjects)
 
     def scored(q: Any, got: list[tuple[str, ...]], seconds: float) -> None:
         latency[key].append(seconds)

@@ -126,7 +126,7 @@ def load_locomo(
         for skey, by_speaker in (sample.get("observation") or {}).items():
             num = int(re.findall(r"\d+", skey)[0])
             date = conv.get(f"session_{num}_date_time", "")
-            for facts in by_speaker.values():
+            for speaker, facts in by_speaker.items():
                 for fact, ids in facts:
                     dia = normalize_evidence(ids, known, Counter())
                     if not dia:
@@ -134,7 +134,8 @@ def load_locomo(
                         continue
                     text = f"[{date}] {fact}" if date_prefix and date else fact
                     key = f"obs-{num}-{len(observations)}"
-                    observations.append(Doc(key, text, tuple(dia), {"session": num}))
+                    meta = {"session": num, "speaker": speaker}
+                    observations.append(Doc(key, text, tuple(dia), meta))
         questions = []
         for q in sample["qa"]:
             if q.get("category") not in CATEGORIES:

@@ -123,12 +123,16 @@ def fact_turns(record: MemoryRecord) -> tuple[str, ...]:
     return tuple(dict.fromkeys(i for s in sources for i in s.get("message_ids", [])))
 
 
-def observation_model(conv: Conversation) -> tuple[ScriptedExtractionModel, Counter[str]]:
+def observation_model(
+    conv: Conversation, subjects: bool = False
+) -> tuple[ScriptedExtractionModel, Counter[str]]:
     """A scripted extraction model for ``conv`` and the count of facts it offered.
 
     Each call is answered with the observations of every turn whose line the
     prompt's conversation shows (matched by text: message ids do not reach the
-    model), as facts of category ``context`` with confidence :data:`CONFIDENCE`.
+    model), as facts of category ``context`` with confidence :data:`CONFIDENCE`;
+    ``subjects``: each fact's subject is its speaker (who the observation is
+    about), as the extraction prompt asks a model to say.
     """
     line_of = {d.key: f"\nuser: {d.text.strip()}\n" for d in conv.turns}
     about: dict[str, list[Doc]] = {}
@@ -145,6 +149,7 @@ def observation_model(conv: Conversation) -> tuple[ScriptedExtractionModel, Coun
         offered["facts"] += len(facts)
         return [
             {"content": o.text, "category": "context", "confidence": CONFIDENCE}
+            | ({"subject": o.meta["speaker"]} if subjects and o.meta.get("speaker") else {})
             for o in facts.values()
         ]
 
@@ -152,10 +157,12 @@ def observation_model(conv: Conversation) -> tuple[ScriptedExtractionModel, Coun
     return ScriptedExtractionModel([answer] * (2 * len(conv.turns) + 10)), offered
 
 
-def reflect_conversation(engine: MemoryEngine, conv: Conversation, window: int) -> FactTally:
+def reflect_conversation(
+    engine: MemoryEngine, conv: Conversation, window: int, subjects: bool = False
+) -> FactTally:
     """Reflect ``conv`` session by session into :func:`caller`'s memory, at
-    most ``window`` turns per model call."""
-    model, offered = observation_model(conv)
+    most ``window`` turns per model call (``subjects``: see :func:`observation_model`)."""
+    model, offered = observation_model(conv, subjects)
     tally = FactTally(observations=len(conv.observations))
     ctx = caller(conv.sample_id)
     settings = ReflectionSettings(window=window, backoff=0.0)

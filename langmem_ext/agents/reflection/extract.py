@@ -144,6 +144,11 @@ class _ExtractedFact(BaseModel):
         description="The number of the known fact this fact corrects or updates (the "
         "number before it in the list of known facts), else null.",
     )
+    object: str | None = Field(
+        default=None,
+        description="The person, place or organisation the fact relates the subject to "
+        "(the city of home_city), else null.",
+    )
     when: str | None = Field(
         default=None,
         description="When it started to hold, if the user said so (YYYY-MM-DD, or the "
@@ -415,10 +420,18 @@ class FactExtractor(OnModelCalls):
                         replaces=(
                             str(item["replaces"]) if item.get("replaces") is not None else None
                         ),
+                        object=_text(item.get("object")),
                         when=_model_when(item.get("when")),
                     )
                 )
         return facts, problems
+
+
+def _text(value: Any) -> str | None:
+    """Optional text a model may give (anything else is left out)."""
+    if isinstance(value, str) and value.strip() and value.strip().casefold() != "null":
+        return value.strip()[:200]
+    return None
 
 
 def _model_when(value: Any) -> dict[str, Any] | None:

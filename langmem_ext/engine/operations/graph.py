@@ -50,7 +50,9 @@ from ..runtime.requests import Batch, Embed, Operation
 __all__ = [
     "Linker",
     "Neighbourhood",
+    "decode_entities",
     "dependants",
+    "entities_op",
     "entity_space",
     "link_fact",
     "link_facts",
@@ -71,10 +73,27 @@ def entity_space(env: Env, layer: Layer) -> tuple[str, ...]:
     return env.meta(layer, "entities")
 
 
+#: Entities read in one store op; a layer with more is read page by page.
+ENTITY_PAGE = 1000
+
+
 def read_entities(env: Env, layer: Layer) -> Operation[list[Entity]]:
     """Every entity of ``layer`` (merged ones included: they forward)."""
+    items = yield from paged(env.caps, entity_space(env, layer), {}, ENTITY_PAGE)
+    return decode_entities(env, layer, items)
+
+
+def entities_op(env: Env, layer: Layer) -> Any:
+    """One store op reading the first page of ``layer``'s entities (to send
+    with other reads in one batch; see :func:`decode_entities`)."""
     ns = entity_space(env, layer)
-    items = yield from paged(env.caps, ns, {})
+    if env.caps.modes:
+        return HybridSearchOp(ns, None, ENTITY_PAGE, 0, None, False, None)  # type: ignore[arg-type]
+    return SearchOp(ns, None, ENTITY_PAGE, 0, None, False)
+
+
+def decode_entities(env: Env, layer: Layer, items: Sequence[Any]) -> list[Entity]:
+    ns = entity_space(env, layer)
     out = []
     for item in items:
         if tuple(item.namespace) != ns:
@@ -116,11 +135,15 @@ class Linker:
         return entity
 
     def user(self) -> Entity:
-        """The entity that is the user (created on first use)."""
+        """The entity that is the user (created on first use, known by the
+        user's id too: "Ada's sister" names the user's sister)."""
         for e in self.known:
             if e.key == USER_KEY and not e.merged_into:
                 return e
-        return self._create(USER_KEY, "person", key=USER_KEY)
+        user = self._create(USER_KEY, "person", key=USER_KEY)
+        if self.env.ctx.user_id:
+            user.add_alias(self.env.ctx.user_id)
+        return user
 
     def _create(self, phrase: str, kind: str, key: str | None = None) -> Entity:
         entity = Entity.new(new_id(), phrase, kind, self.env.stamp, key=key)
@@ -331,18 +354,30 @@ class Neighbourhood(NamedTuple):
 
 
 def neighbourhood(
-    env: Env, layers: Sequence[Layer], query: str, hops: int, mode: str | None
+    env: Env,
+    layers: Sequence[Layer],
+    query: str,
+    hops: int,
+    mode: str | None,
+    pages: Sequence[Sequence[Any]] | None = None,
 ) -> Operation[Neighbourhood]:
     """The memories linked to the entities ``query`` names, up to ``hops``
     entities away (each found by the query's own search, filtered to memories
-    that mention the entity). Costs one read of each layer's entities, then one
-    filtered search per entity and hop (at most :data:`GRAPH_ENTITIES` entities each)."""
+    that mention the entity). ``pages``: each layer's first page of entities,
+    already read (:func:`entities_op`, sent with recall's own search). Costs one
+    filtered search per named entity and hop (at most :data:`GRAPH_ENTITIES`
+    entities each), and nothing more when the query names none."""
     none = Neighbourhood([], [])
     if hops <= 0:
         return none
     known: list[tuple[Layer, Entity]] = []
-    for la in layers:
-        known += [(la, e) for e in (yield from read_entities(env, la))]
+    for i, la in enumerate(layers):
+        page = pages[i] if pages is not None else None
+        if page is None or len(page) >= ENTITY_PAGE:
+            mine = yield from read_entities(env, la)
+        else:
+            mine = decode_entities(env, la, page)
+        known += [(la, e) for e in mine]
     if not known:
         return none
     entities = [e for _, e in known]

@@ -30,7 +30,7 @@ from ..records.scoring import (
 from ..runtime.catalogue import Caller, Meta, Spec, operation
 from ..runtime.requests import Batch, Embed, Operation
 from .fields import check_filter
-from .graph import neighbourhood
+from .graph import entities_op, neighbourhood
 from .params import (
     AsOf,
     Filter,
@@ -252,11 +252,15 @@ def recall(
     ops, owners = layered_ops(
         env, kinds, read, scopes, None, query, limit * 3, mode, archived=when is not None
     )
-    results = yield Batch(ops)
-    found = collect(env, results, owners, kinds, scopes, when)
+    expanding = expand and env.config.graph_hops > 0
+    # The layers' entities are read with the search itself: one round trip.
+    extra = [entities_op(env, la) for la in read] if expanding else []
+    results = yield Batch([*ops, *extra])
+    found = collect(env, results[: len(ops)], owners, kinds, scopes, when)
     near = None
-    if expand and env.config.graph_hops > 0:
-        near = yield from neighbourhood(env, read, query, env.config.graph_hops, mode)
+    if expanding:
+        hops = env.config.graph_hops
+        near = yield from neighbourhood(env, read, query, hops, mode, results[len(ops) :])
         have = {r.id for r, _ in found}
         for layer, item in near.items:
             rec = env.record(item, layer)
