@@ -8,11 +8,18 @@ Examples:
     '[1]'
     >>> "dumps" in dir_()
     True
+    >>> import warnings
+    >>> getattr_, _ = lazy_exports("json", {}, [], moved={"loads": "json"})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     getattr_("loads")("[2]"), caught[0].category.__name__
+    ([2], 'DeprecationWarning')
 """
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -37,15 +44,31 @@ _EXTRAS = {
 
 
 def lazy_exports(
-    package: str, names: dict[str, str], eager: Iterable[str]
+    package: str,
+    names: dict[str, str],
+    eager: Iterable[str],
+    moved: dict[str, str] | None = None,
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``__getattr__`` and ``__dir__`` for ``package``: ``names`` maps an
     exported name to the module (absolute, or relative to ``package``) that
-    defines it; ``eager`` are the names the package defines itself."""
+    defines it; ``eager`` are the names the package defines itself; ``moved``
+    maps names that used to be exported here to the module to import them
+    from now: they still work, with a ``DeprecationWarning``, and are not listed."""
+    moved = moved or {}
     listed = sorted({*names, *eager})
 
     def __getattr__(name: str) -> Any:
         module_name = names.get(name)
+        if module_name is None and name in moved:
+            new = moved[name]
+            home = package + new if new.startswith(".") else new
+            warnings.warn(
+                f"{package}.{name} moved: import it from {home} "
+                f"(from {home} import {name}); the name here goes in the next release",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return getattr(importlib.import_module(new, package), name)
         if module_name is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         try:

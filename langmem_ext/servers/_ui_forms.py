@@ -5,7 +5,7 @@ changed, and what forgetting does.
 Examples:
     >>> from langmem_ext.engine.operations import OPERATIONS
     >>> [f["name"] for f in form_fields(OPERATIONS["store_rule"])]
-    ['content', 'layer', 'scope', 'tags']
+    ['content', 'layer', 'scope', 'tags', 'derived_from']
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ Examples:
     >>> from langmem_ext.engine import MemoryContext
     >>> server = create_mcp_server(SQLiteStore(), caller=MemoryContext(user_id="ada"))
     >>> sorted(server.tool_names)[:3]
-    ['manage_memory', 'memory_confirm', 'memory_context']
+    ['manage_memory', 'memory_about', 'memory_confirm']
 """
 
 from __future__ import annotations

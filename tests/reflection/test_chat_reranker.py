@@ -9,7 +9,8 @@ import logging
 
 from langchain_core.messages import AIMessage
 
-from langmem_ext import SQLiteStore, chat_reranker
+from langmem_ext import SQLiteStore
+from langmem_ext.agents import chat_reranker
 from langmem_ext.testing.chat import ScriptedExtractionModel
 
 NOTES = ["Ada lives in Paris", "Ada drinks green tea", "Ada's sister is Clara"]

@@ -13,14 +13,13 @@ from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
 
 from langmem_ext import (
-    ConfigurationError,
-    InvalidValueError,
     MemoryEngine,
     SQLiteStore,
     create_manage_memory_tool,
     create_memory_manager,
     create_memory_store_manager,
 )
+from langmem_ext.errors import ConfigurationError, InvalidValueError
 from langmem_ext.testing.chat import ScriptedExtractionModel
 from tests.embeddings import WordEmbeddings
 from tests.reflection.openai_server import LocalChatServer

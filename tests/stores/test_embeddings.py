@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from langmem_ext import ConfigurationError, EmbeddingDimensionError, SQLiteStore
+from langmem_ext import SQLiteStore
+from langmem_ext.errors import ConfigurationError, EmbeddingDimensionError
 from langmem_ext.stores.embeddings import CachedEmbeddings, LocalEmbeddings, resolve_index
 from tests.embeddings import WordEmbeddings
 

@@ -23,7 +23,8 @@ import pytest
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.messages import AIMessage
 
-from langmem_ext import SQLiteStore, chat_reranker
+from langmem_ext import SQLiteStore
+from langmem_ext.agents import chat_reranker
 from langmem_ext.testing.chat import ScriptedExtractionModel
 from tests.embeddings import WordEmbeddings
 

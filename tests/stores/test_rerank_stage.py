@@ -15,8 +15,9 @@ from collections.abc import Sequence
 import pytest
 from langchain_core.documents import BaseDocumentCompressor, Document
 
-from langmem_ext import ConfigurationError, MemoryEngine, SQLiteStore
+from langmem_ext import MemoryEngine, SQLiteStore
 from langmem_ext.engine import MemoryContext
+from langmem_ext.errors import ConfigurationError
 from tests.embeddings import WordEmbeddings
 
 TEXTS = [f"note {i} about tea" + " long" * i for i in range(12)]

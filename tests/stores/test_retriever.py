@@ -12,7 +12,8 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableLambda
 from langgraph.store.memory import InMemoryStore
 
-from langmem_ext import ConfigurationError, SQLiteStore
+from langmem_ext import SQLiteStore
+from langmem_ext.errors import ConfigurationError
 from langmem_ext.stores.retriever import as_retriever
 from tests.embeddings import WordEmbeddings
 

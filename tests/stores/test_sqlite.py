@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from langgraph.store.base import PutOp
 
-from langmem_ext import ConfigurationError, SQLiteStore, StoreError
+from langmem_ext import SQLiteStore
+from langmem_ext.errors import ConfigurationError, StoreError
 from tests.embeddings import WordEmbeddings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ import sys
 import pytest
 from threadpoolctl import threadpool_info
 
-from langmem_ext import ConfigurationError, set_threads
-from langmem_ext.stores import LocalEmbeddings, threads
+from langmem_ext.errors import ConfigurationError
+from langmem_ext.stores import LocalEmbeddings, set_threads, threads
 from langmem_ext.stores.embeddings import local
 
 

@@ -11,8 +11,8 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
 
-from langmem_ext import CompartmentFullError, Compartments
-from langmem_ext.errors import ConfigurationError
+from langmem_ext import Compartments
+from langmem_ext.errors import CompartmentFullError, ConfigurationError
 
 from .conftest import snapshot
 from .scripted import ScriptedChatModel, call, last_tool_result, say

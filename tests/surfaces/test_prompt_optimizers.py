@@ -10,11 +10,8 @@ import logging
 import pytest
 from langchain_core.messages import AIMessage
 
-from langmem_ext import (
-    ConfigurationError,
-    create_multi_prompt_optimizer,
-    create_prompt_optimizer,
-)
+from langmem_ext import create_multi_prompt_optimizer, create_prompt_optimizer
+from langmem_ext.errors import ConfigurationError
 from langmem_ext.testing.chat import ScriptedExtractionModel
 
 TRAJECTORIES = [

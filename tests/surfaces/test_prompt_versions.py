@@ -13,14 +13,8 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage
 
-from langmem_ext import (
-    DamagedMemoryError,
-    InvalidValueError,
-    MemoryNotFoundError,
-    PromptVersions,
-    SQLiteStore,
-    create_prompt_optimizer,
-)
+from langmem_ext import PromptVersions, SQLiteStore, create_prompt_optimizer
+from langmem_ext.errors import DamagedMemoryError, InvalidValueError, MemoryNotFoundError
 from langmem_ext.testing.chat import ScriptedExtractionModel
 
 ADA = {"configurable": {"user_id": "ada"}}
@@ -115,8 +109,9 @@ def test_the_middleware_serves_the_current_version():
 
 
 def test_the_engines_rule_feedback_drives_an_optimization(store):
-    from langmem_ext import MemoryEngine, arule_feedback, rule_feedback
+    from langmem_ext import MemoryEngine
     from langmem_ext.engine import MemoryContext
+    from langmem_ext.langmem import arule_feedback, rule_feedback
 
     engine = MemoryEngine(store)
     ada, bob = MemoryContext("acme", user_id="ada"), MemoryContext("acme", user_id="bob")

@@ -12,13 +12,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.graph import START, MessagesState, StateGraph
 
-from langmem_ext import (
-    RunningSummary,
-    SummarizationNode,
-    SummarizationResult,
-    asummarize_messages,
-    summarize_messages,
-)
+from langmem_ext import RunningSummary, SummarizationNode, asummarize_messages, summarize_messages
+from langmem_ext.short_term import SummarizationResult
 from langmem_ext.testing.chat import ScriptedExtractionModel
 
 
@@ -300,7 +295,8 @@ def test_a_damaged_stored_summary_is_skipped_then_replaced(backend, damaged, cap
 
 
 def test_a_stored_summary_needs_a_thread_id_and_a_store():
-    from langmem_ext import ConfigurationError, SQLiteStore
+    from langmem_ext import SQLiteStore
+    from langmem_ext.errors import ConfigurationError
 
     graph = _worker(SQLiteStore(), summarizer("x"))
     with pytest.raises(ConfigurationError, match="thread_id"):

@@ -11,13 +11,8 @@ from langchain_core.messages import ToolMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
-from langmem_ext import (
-    MemoryToolError,
-    MemoryToolNotFoundError,
-    create_manage_memory_tool,
-    create_search_memory_tool,
-)
-from langmem_ext.errors import ConfigurationError
+from langmem_ext import create_manage_memory_tool, create_search_memory_tool
+from langmem_ext.errors import ConfigurationError, MemoryToolError, MemoryToolNotFoundError
 
 from .conftest import memories, plain, snapshot
 

@@ -20,7 +20,7 @@ the stores' public re-ranking stage (``index["rerank"]``): ``oracle@N`` knows
 each question's evidence and moves the evidence among the best ``N`` to the
 top, which measures the ceiling a perfect re-ranker of ``N`` candidates reaches
 (and that the stage hands over candidates and order intact); ``chat:MODEL@N``
-is :func:`langmem_ext.chat_reranker` over that chat model, and ``feedback@N``
+is :func:`langmem_ext.agents.chat_reranker` over that chat model, and ``feedback@N``
 the stores' :func:`~langmem_ext.stores.query_feedback` over ``N`` candidates.
 """
 
@@ -103,7 +103,7 @@ def _reranker(kind: str, docs: list[Any]) -> Any:
         from langmem_ext.stores import query_feedback
 
         return query_feedback()
-    from langmem_ext import chat_reranker
+    from langmem_ext.agents import chat_reranker
 
     # Quality is measured here, not latency: a slow local model gets its time.
     return chat_reranker(kind.removeprefix("chat:"), timeout=300)
