@@ -23,12 +23,13 @@ Examples:
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
-from langgraph.store.base import PutOp, SearchOp
+from langgraph.store.base import GetOp, PutOp, SearchOp
 
 from ...stores import HybridSearchOp
 from ..records.entities import (
@@ -41,24 +42,27 @@ from ..records.entities import (
     mentioned,
     relation_phrase,
 )
-from ..records.models import Fact, MemoryRecord, new_id, slot_of
+from ..records.models import Fact, MemoryRecord, slot_of
 from ..records.scoring import cosine
 from ..runtime.env import Env, Layer
 from ..runtime.planning import paged, search_ops
 from ..runtime.requests import Batch, Embed, Operation
 
 __all__ = [
+    "Linked",
     "Linker",
     "Neighbourhood",
     "decode_entities",
     "dependants",
     "entities_op",
+    "entity_id",
     "entity_space",
     "link_fact",
     "link_facts",
     "mentions_in",
     "neighbourhood",
     "read_entities",
+    "settle_entities",
     "slot_key",
 ]
 
@@ -88,7 +92,7 @@ def entities_op(env: Env, layer: Layer) -> Any:
     with other reads in one batch; see :func:`decode_entities`)."""
     ns = entity_space(env, layer)
     if env.caps.modes:
-        return HybridSearchOp(ns, None, ENTITY_PAGE, 0, None, False, None)  # type: ignore[arg-type]
+        return HybridSearchOp(ns, None, ENTITY_PAGE, 0, None, False, None)
     return SearchOp(ns, None, ENTITY_PAGE, 0, None, False)
 
 
@@ -146,7 +150,10 @@ class Linker:
         return user
 
     def _create(self, phrase: str, kind: str, key: str | None = None) -> Entity:
-        entity = Entity.new(new_id(), phrase, kind, self.env.stamp, key=key)
+        # The id follows from the layer and the key: writers that meet a new
+        # name at the same time create one entity, not two.
+        key = key or phrase.strip().casefold()
+        entity = Entity.new(entity_id(self.layer, key), phrase, kind, self.env.stamp, key=key)
         self.known.append(entity)
         self.changed[entity.id] = entity
         return entity
@@ -206,18 +213,92 @@ class Linker:
         ns = entity_space(self.env, self.layer)
         return [PutOp(ns, e.id, e.to_value(), False) for e in self.changed.values()]
 
+    def duplicates(self) -> list[tuple[str, str]]:
+        """Pairs ``(keep, other)`` of entities that are one by the evidence,
+        made apart by writers that met a person at the same moment in other
+        words: the same name (folded; kinds agree), or an entity known only by a
+        relation ("my sister") when exactly one other entity has that relation.
+        Two sisters are never merged: "my sister" then names neither."""
+        active = [e for e in self.known if not e.merged_into and e.key != USER_KEY]
+        pairs: list[tuple[str, str]] = []
+        by_name: dict[str, list[Entity]] = {}
+        for e in active:
+            by_name.setdefault(fold(e.name), []).append(e)
+        for same in by_name.values():
+            kinds = {e.kind for e in same} - {"thing"}
+            if len(same) > 1 and len(kinds) <= 1:
+                keep = min(same, key=lambda e: e.id)
+                pairs += [(keep.id, e.id) for e in same if e.id != keep.id]
+        gone = {o for _, o in pairs}
+        for e in active:
+            rel = relation_phrase(e.name)
+            if e.id in gone or rel is None or rel[2]:
+                continue
+            link = {"as": rel[1], "of": USER_KEY}
+            named = [o for o in active if o.id != e.id and o.id not in gone and link in o.relations]
+            if len(named) == 1:
+                pairs.append((named[0].id, e.id))
+                gone.add(e.id)
+        return pairs
 
-def link_fact(
-    env: Env, fact: Fact, *, infer_sources: bool = False
-) -> Operation[tuple[Fact, list[PutOp]]]:
+
+def entity_id(layer: Layer, key: str) -> str:
+    """The id of the entity first named ``key`` in ``layer`` (see :meth:`Linker._create`)."""
+    return "ent_" + hashlib.sha256(f"{layer.ref}\x00{key}".encode()).hexdigest()[:24]
+
+
+#: Rounds of :func:`settle_entities` before it gives up (each is one read).
+SETTLE_ROUNDS = 3
+
+
+def settle_entities(env: Env, puts: Sequence[PutOp]) -> Operation[None]:
+    """Make sure the names and relations these entity writes added are stored,
+    after the batch that wrote them: two writers adding a name to one entity at
+    the same time each write the whole entity (``BaseStore`` has no
+    compare-and-set), so each reads it back and writes again what the other's
+    write dropped. Converges in a round or two; names are never removed here."""
+    pending = [p for p in puts if p.value is not None]
+    for _ in range(SETTLE_ROUNDS):
+        if not pending:
+            return None
+        stored = yield Batch([GetOp(p.namespace, p.key) for p in pending])
+        again: list[PutOp] = []
+        for put, item in zip(pending, stored, strict=True):
+            mine = Entity.from_value(put.key, put.value)
+            theirs = Entity.from_value(put.key, item.value) if item is not None else None
+            if mine is None:
+                continue
+            if theirs is None:
+                again.append(put)
+                continue
+            added = [a for a in mine.aliases if theirs.add_alias(a)]
+            related = [r for r in mine.relations if theirs.relate(r["as"], r["of"])]
+            if added or related:
+                theirs.updated_at = env.stamp
+                again.append(PutOp(put.namespace, put.key, theirs.to_value(), False))
+        if again:
+            yield Batch(again)
+        pending = again
+    return None
+
+
+class Linked(NamedTuple):
+    """What linking facts gives: the facts, the entity writes to make with
+    them, and the duplicate entities to merge after (see :meth:`Linker.duplicates`)."""
+
+    facts: list[Fact]
+    puts: list[PutOp]
+    duplicates: list[tuple[str, str]]
+
+
+def link_fact(env: Env, fact: Fact, *, infer_sources: bool = False) -> Operation[Linked]:
     """:func:`link_facts` for one fact."""
-    [linked], puts = yield from link_facts(env, [fact], infer_sources=infer_sources)
-    return linked, puts
+    return (yield from link_facts(env, [fact], infer_sources=infer_sources))
 
 
 def link_facts(
     env: Env, facts: Sequence[Fact], *, infer_sources: bool = False
-) -> Operation[tuple[list[Fact], list[PutOp]]]:
+) -> Operation[Linked]:
     """``facts`` (of one layer) with their subjects and objects resolved to
     entities, their mentions, and their slots keyed by their subjects'
     entities; with the writes of the entities created or changed (one read of
@@ -226,7 +307,7 @@ def link_facts(
     about that object itself) is derived from it ("commutes to Acme's office"
     from "works at Acme"); reflection asks for this."""
     if not facts:
-        return [], []
+        return Linked([], [], [])
     layer = env.layer_of(facts[0])
     known = yield from read_entities(env, layer)
     linker = Linker(env, layer, known)
@@ -247,7 +328,7 @@ def link_facts(
         if infer_sources:
             linked = yield from _inferred_sources(env, layer, linked)
         out.append(linked)
-    return out, linker.puts()
+    return Linked(out, linker.puts(), linker.duplicates())
 
 
 def mentions_in(env: Env, record: MemoryRecord) -> Operation[list[str]]:

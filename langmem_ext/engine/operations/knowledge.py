@@ -21,6 +21,7 @@ Examples:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
@@ -43,6 +44,7 @@ __all__ = [
     "About",
     "about",
     "entities",
+    "merge_duplicates",
     "merge_entities",
     "split_entity",
     "stale",
@@ -300,6 +302,18 @@ def merge_entities(
     return keep
 
 
+def merge_duplicates(env: Env, pairs: Sequence[tuple[str, str]]) -> Operation[None]:
+    """Merge entities found to be one (:meth:`.graph.Linker.duplicates`) with
+    the audited merge, so an unmerge can undo it. A pair another writer merged
+    meanwhile is already one: nothing to do."""
+    for keep, other in pairs:
+        try:
+            yield from merge_entities.within(env, keep, other)
+        except (InvalidOperationError, MemoryNotFoundError):
+            continue
+    return None
+
+
 @operation(
     access="write", tool="memory_unmerge_entities", browser=True, errors=(MemoryNotFoundError,)
 )
@@ -377,6 +391,8 @@ def split_entity(
     if folded >= {fold(a) for a in source.aliases}:
         raise InvalidValueError("a split must leave the entity at least one of its names")
     first = next(a for a in source.aliases if fold(a) in folded)
+    # A split keeps a random id: its key (the name split off) may be the
+    # source's own first name, whose id the source already has.
     split = Entity(new_id(), (name or first).strip(), fold(first), source.kind)
     split.created_at = split.updated_at = env.stamp
     for a in source.aliases:

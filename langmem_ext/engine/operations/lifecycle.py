@@ -46,7 +46,7 @@ from ..runtime.env import Env, Layer
 from ..runtime.planning import paged, search_ops
 from ..runtime.requests import Batch, Operation
 from .fields import add_fields, check_any_content, check_content
-from .graph import dependants, link_fact
+from .graph import dependants, link_fact, settle_entities
 from .loading import free_fact_ids, load_many, refuse_damaged
 
 __all__ = [
@@ -154,14 +154,16 @@ def check_times(valid_at: Any, invalid_at: Any) -> tuple[str | None, str | None]
 
 def write_fact(
     env: Env, fact: Fact, *, infer_sources: bool = False
-) -> Operation[tuple[Fact, list[str]]]:
+) -> Operation[tuple[Fact, list[tuple[str, str]]]]:
     """Write a new fact with its entities (:func:`.graph.link_fact`), then
-    leave one current fact in its slot."""
-    fact, entity_puts = yield from link_fact(env, fact, infer_sources=infer_sources)
+    leave one current fact in its slot. Returns the fact and the duplicate
+    entities the caller should merge."""
+    [fact], entity_puts, duplicates = yield from link_fact(env, fact, infer_sources=infer_sources)
     yield Batch([*entity_puts, env.put(fact), env.event(fact, "created")])
+    yield from settle_entities(env, entity_puts)
     env.sized([fact], +1)
-    superseded = yield from resolve_slot(env, env.layer_of(fact), fact.slot)
-    return fact, superseded
+    yield from resolve_slot(env, env.layer_of(fact), fact.slot)
+    return fact, duplicates
 
 
 def resolve_slot(env: Env, layer: Layer, slot: str) -> Operation[list[str]]:

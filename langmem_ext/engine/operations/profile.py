@@ -44,7 +44,8 @@ from ..records.models import Fact, Note
 from ..runtime.catalogue import Caller, Meta, Spec, operation
 from ..runtime.requests import Batch, Operation
 from .fields import check_content
-from .graph import link_facts
+from .graph import link_facts, settle_entities
+from .knowledge import merge_duplicates
 from .lifecycle import change, records_of, resolve_slot
 from .loading import free_fact_ids
 from .params import Category, Id, Tenant, Text
@@ -329,7 +330,7 @@ def add_facts(
         if cand.subject or cand.predicate or (cand.replaces and cand.replaces in by_id):
             slotted.add(fact.id)
     # Subjects and objects become entities; a fact's slot follows its subject's.
-    out.added, entity_puts = yield from link_facts(
+    out.added, entity_puts, duplicates = yield from link_facts(
         env, out.added, infer_sources=prov.get("source") == REFLECTION_SOURCE
     )
     # A correction takes the slot of the fact it replaces, whatever its subject was called.
@@ -350,11 +351,13 @@ def add_facts(
         puts += ops
     if puts:
         yield Batch(puts)
+        yield from settle_entities(env, entity_puts)
         env.sized(out.added, +1)
     layer = profile_layer(env)
     for slot in dict.fromkeys(slots):
         out.superseded += yield from resolve_slot(env, layer, slot)
     out.removed = yield from evict(env, existing, out, max_facts)
+    yield from merge_duplicates(env, duplicates)
     return out
 
 

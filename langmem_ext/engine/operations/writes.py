@@ -25,6 +25,7 @@ from ..runtime.catalogue import Caller, Meta, Spec, operation
 from ..runtime.requests import Batch, Operation
 from .fields import add_fields, check_tags
 from .graph import mentions_in
+from .knowledge import merge_duplicates
 from .lifecycle import check_sources, check_times, new_fact, write_fact
 from .params import (
     Category,
@@ -152,7 +153,8 @@ def store_fact(
         object=object,
         derived_from=sources,
     )
-    fact, _ = yield from write_fact(env, fact)
+    fact, duplicates = yield from write_fact(env, fact)
+    yield from merge_duplicates(env, duplicates)
     return fact
 
 

@@ -22,7 +22,7 @@ import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from langgraph.store.base import Item, PutOp
 
@@ -121,7 +121,9 @@ class Env:
         fact stays searchable there (reads of the past rank it by the query;
         its text's embedding is usually cached already)."""
         layer = self.layer_of(old)
-        index = self.index_fields() if new.type == "fact" else False
+        index: list[str] | Literal[False] = False
+        if new.type == "fact":
+            index = INDEX_FIELDS
         return [
             PutOp(layer.ns, old.id, None),
             PutOp(self.meta(layer, "archive"), new.id, new.to_value(), index),
