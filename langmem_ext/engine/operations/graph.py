@@ -196,7 +196,7 @@ class Linker:
         if not self.env.caps.embeds:
             return None
         pool = [e for e in self.known if not e.merged_into and e.kind == kind and kind != "thing"]
-        if not pool:
+        if not pool or len(pool) > SIMILAR_POOL:  # a bounded cost per new name
             return None
         vectors = yield Embed([phrase, *(e.name for e in pool)])
         if not vectors:
@@ -247,6 +247,9 @@ def entity_id(layer: Layer, key: str) -> str:
     return "ent_" + hashlib.sha256(f"{layer.ref}\x00{key}".encode()).hexdigest()[:24]
 
 
+#: Most entities of one kind compared by embedding with a new name (rule 4):
+#: past that, a new name that no alias or word matches gets an entity of its own.
+SIMILAR_POOL = 200
 #: Rounds of :func:`settle_entities` before it gives up (each is one read).
 SETTLE_ROUNDS = 3
 
