@@ -112,6 +112,13 @@ def _calls(good: str) -> dict[str, list[dict]]:
         "memory_recall": [{"query": "tea"}],
         "memory_stats": [{}],
         "memory_context": [{"query": "tea"}],
+        "memory_entities": [{}],
+        "memory_about": [{"entity": "user"}],
+        "memory_timeline": [{"subject": "user", "predicate": "drink"}],
+        "memory_stale": [{}],
+        "memory_merge_entities": [{"into": "user", "other": "tea"}],
+        "memory_unmerge_entities": [{"entity": "no-such-entity"}],
+        "memory_split_entity": [{"entity": "user", "aliases": ["nobody"]}],
     }
 
 

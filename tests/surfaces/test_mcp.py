@@ -39,6 +39,13 @@ TOOLS = {
     "memory_mark_helpful",
     "memory_mark_harmful",
     "memory_forget",
+    "memory_entities",
+    "memory_about",
+    "memory_timeline",
+    "memory_stale",
+    "memory_merge_entities",
+    "memory_unmerge_entities",
+    "memory_split_entity",
     "memory_stats",
     "memory_context",
 }
