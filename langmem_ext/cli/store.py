@@ -110,8 +110,8 @@ def search(
         embed,
         lambda store: store.search(_ns(namespace), query=query, filter=flt, limit=limit, **kwargs),
     )
-    # Stores list items they could not score (not indexed, or no matching
-    # word in keyword mode) after the matches; they are no answer to a query.
+    # In vector and hybrid mode stores list the items they could not score
+    # (stored with index=False) after the ranked ones; they answer no query.
     unscored = [i for i in items if i.score is None]
     if not all_:
         items = [i for i in items if i.score is not None]

@@ -152,20 +152,16 @@ def search(
             kw_raw = np.fromiter((r[1] for r in kw), dtype=np.float64, count=len(kw))
     ranking = Ranking(mode, vec, kw_ids, kw_raw, vector_weight)
     rows, row_scores = _walk(conn, ranking, need, live, lp, fsql, fp)
-    if len(rows) < need:
-        # Items no ranking covers (stored with index=False, or nothing matched
-        # the words) follow the ranked ones, newest first.
-        tail_conds, tail_params = [], []
-        if mode in ("vector", "hybrid"):
-            tail_conds.append("NOT EXISTS (SELECT 1 FROM vectors v WHERE v.item_id = i.id)")
-        if ftsq is not None and mode == "keyword":
-            tail_conds.append("i.id NOT IN (SELECT rowid FROM items_fts WHERE items_fts MATCH ?)")
-            tail_params.append(scoped_fts(ftsq, prefix))
-        tail_sql = " AND ".join(tail_conds) or "1"
+    if len(rows) < need and mode != "keyword":
+        # Items the vector ranking cannot cover (stored with index=False)
+        # follow the ranked ones, newest first, as on LangGraph's stores. In
+        # keyword mode a result is a match: items without the words are not
+        # results at all.
         tail = conn.execute(
-            f"SELECT {_COLS} FROM items i WHERE {scope} AND {live} AND {fsql} AND {tail_sql} "
+            f"SELECT {_COLS} FROM items i WHERE {scope} AND {live} AND {fsql} AND "
+            "NOT EXISTS (SELECT 1 FROM vectors v WHERE v.item_id = i.id) "
             "ORDER BY i.updated_at DESC, i.id DESC LIMIT ?",
-            [*sp, *lp, *fp, *tail_params, need - len(rows)],
+            [*sp, *lp, *fp, need - len(rows)],
         ).fetchall()
         rows.extend(tail)
         row_scores.extend([None] * len(tail))
