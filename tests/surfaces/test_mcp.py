@@ -77,7 +77,7 @@ def test_stdio_session_as_the_configured_caller(tmp_path, capsys):
     db = tmp_path / "m.db"
     params = StdioServerParameters(
         command=CLI[0],
-        args=[*CLI[1:], "--db", str(db), "--token", "tok-ada-0001"],
+        args=[*CLI[1:], "--db", str(db), "--create", "--token", "tok-ada-0001"],
         env=_env(tmp_path),
     )
 
@@ -114,7 +114,16 @@ def test_stdio_session_as_the_configured_caller(tmp_path, capsys):
 def http_server(tmp_path):
     port = _free_port()
     proc = subprocess.Popen(
-        [*CLI, "--db", str(tmp_path / "m.db"), "--transport", "http", "--port", str(port)],
+        [
+            *CLI,
+            "--db",
+            str(tmp_path / "m.db"),
+            "--create",
+            "--transport",
+            "http",
+            "--port",
+            f"{port}",
+        ],
         env=_env(tmp_path),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -248,7 +257,16 @@ def test_a_bad_call_is_an_error_result_with_its_message_and_one_log_line(tmp_pat
     log = tmp_path / "server.log"
     with log.open("w") as err:
         proc = subprocess.Popen(
-            [*CLI, "--db", str(tmp_path / "m.db"), "--transport", "http", "--port", str(port)],
+            [
+                *CLI,
+                "--db",
+                str(tmp_path / "m.db"),
+                "--create",
+                "--transport",
+                "http",
+                "--port",
+                f"{port}",
+            ],
             env=_env(tmp_path),
             stdout=subprocess.DEVNULL,
             stderr=err,
