@@ -5,7 +5,7 @@ extra; without them the command prints which to install and exits with status
 2 (a usage error), instead of a traceback from a failed import.
 
 Examples:
-    >>> needs_extra("demo", "cli", "json")  # present: nothing happens
+    >>> needs_extra("cli", "json")  # installed: nothing happens
 """
 
 from __future__ import annotations
