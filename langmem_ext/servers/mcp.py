@@ -180,7 +180,9 @@ def create_mcp_server(
     engine = MemoryEngine(store, namespace=namespace)
     tools: list[_CatalogueTool | _LangMemTool] = [
         *(_CatalogueTool(engine, spec) for spec in TOOL_SET),
-        _LangMemTool(create_manage_memory_tool(namespace, store=store), writes=True),
+        # The server's store is this package's, shown by its browser: its notes
+        # keep their history, as every other tool's memories do.
+        _LangMemTool(create_manage_memory_tool(namespace, store=store, history=True), writes=True),
         _LangMemTool(create_search_memory_tool(namespace, store=store), writes=False),
     ]
     server = _server_class()(
