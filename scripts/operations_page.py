@@ -73,7 +73,7 @@ def render() -> str:
     lines += ["| operation | access | tool | command | browser |", "|---|---|---|---|---|"]
     for spec in specs:
         lines.append(
-            f"| [`{spec.name}`](#{spec.name.replace('_', '-')}) | {spec.access} | "
+            f"| [`{spec.name}`](#{spec.name}) | {spec.access} | "
             f"{f'`{spec.tool}`' if spec.tool else ''} | "
             f"{f'`{spec.cli}`' if spec.cli else ''} | {'yes' if spec.browser else ''} |"
         )

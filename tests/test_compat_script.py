@@ -5,6 +5,7 @@ on the original but not here fails the run unless it is a listed deviation."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -70,3 +71,86 @@ def test_a_block_only_the_original_passes_fails_the_run(tmp_path):
     unit = json.loads(export.read_text())["units"][0]
     assert unit["blocks"] == ["from langmem import only_in_langmem"]  # as written
     assert unit["on_langmem"] == [["pass", ""]]
+
+
+SUITES = ROOT / "scripts" / "langgraph_suites"
+_STORES_BY_EVERY_PATH = """
+from langgraph.store.memory import InMemoryStore
+from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
+from langgraph.store.postgres.aio import AsyncPostgresStore as AioPostgres
+from langgraph.store.postgres.base import PostgresStore as BasePostgres
+from langgraph.store.sqlite import AsyncSqliteStore, SqliteStore
+from langgraph.store.sqlite.aio import AsyncSqliteStore as AioSqlite
+from langgraph.store.sqlite.base import SqliteStore as BaseSqlite
+
+
+def test_every_store_is_ours():
+    for cls in (InMemoryStore, AsyncPostgresStore, PostgresStore, AioPostgres, BasePostgres,
+                AsyncSqliteStore, SqliteStore, AioSqlite, BaseSqlite):
+        assert cls.__module__ == "shim", cls
+"""
+
+
+def run_suite(tmp_path: Path, module: str, stores: str, shim: str | None = None):
+    """A staged suite as ``scripts/langgraph-suites`` stages one: our conftest
+    and shim beside a test module."""
+    root = tmp_path / "suite"
+    tests = root / "tests"
+    tests.mkdir(parents=True)
+    (tests / "__init__.py").write_text("")
+    (tests / "embed_test_utils.py").write_text("class CharacterEmbeddings:\n    pass\n")
+    (tests / "conftest.py").write_text((SUITES / "conftest.py").read_text())
+    (tests / "test_module.py").write_text(module)
+    (root / "shim.py").write_text(shim or (SUITES / "shim.py").read_text())
+    (root / "sqlite_loader.py").write_text((SUITES / "sqlite_loader.py").read_text())
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(ROOT)])}
+    env["LMX_SUITE_STORES"] = stores
+    cmd = [sys.executable, "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider"]
+    cmd += ["--rootdir", str(root)]
+    return subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_the_shim_replaces_every_import_path_of_langgraphs_stores(tmp_path):
+    out = run_suite(tmp_path, _STORES_BY_EVERY_PATH, "ours")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "1 passed" in out.stdout
+
+
+def test_a_store_the_shim_did_not_replace_fails_the_module(tmp_path):
+    # The shim as it was when LangGraph's TTL tests imported AsyncSqliteStore
+    # from langgraph.store.sqlite.aio: they ran on LangGraph's store, unnoticed.
+    shim = (SUITES / "shim.py").read_text().replace('    "langgraph.store.sqlite.aio",\n', "")
+    module = "from langgraph.store.sqlite.aio import AsyncSqliteStore\n\ndef test_x():\n    pass\n"
+    out = run_suite(tmp_path, module, "ours", shim)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert (
+        "this module runs LangGraph's own store, not ours: AsyncSqliteStore is "
+        "langgraph.store.sqlite.aio.AsyncSqliteStore" in out.stdout
+    )
+
+
+def test_langgraphs_sqlite_store_runs_with_sqlite_vec_in_the_baseline(tmp_path):
+    # The baseline is LangGraph's SqliteStore as its CI runs it: vector search
+    # works (it needs the sqlite-vec extension, which this Python's sqlite3
+    # cannot load without pysqlite3).
+    module = """
+import sqlite3
+
+from langgraph.store.sqlite import SqliteStore
+
+
+def embed(texts):
+    return [[float(len(t)), 1.0] for t in texts]
+
+
+def test_vector_search():
+    assert hasattr(sqlite3.Connection, "enable_load_extension")
+    assert SqliteStore.__module__ == "langgraph.store.sqlite.base"
+    index = {"dims": 2, "embed": embed, "fields": ["text"]}
+    with SqliteStore.from_conn_string(":memory:", index=index) as store:
+        store.setup()
+        store.put(("docs",), "a", {"text": "short"})
+        assert [r.key for r in store.search(("docs",), query="short")] == ["a"]
+"""
+    out = run_suite(tmp_path, module, "langgraph")
+    assert out.returncode == 0, out.stdout + out.stderr

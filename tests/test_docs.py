@@ -89,6 +89,28 @@ def test_ci_runs_the_readme_test_command():
     assert "scripts/demo" in commands
 
 
+def test_the_readme_lists_every_page():
+    # A newcomer finds the pages from the README's list; a new page must join it.
+    listed = set(re.findall(r"^- \[docs/([\w-]+\.md)\]", (ROOT / "README.md").read_text(), re.M))
+    pages = {p.name for p in (ROOT / "docs").glob("*.md")} - {"index.md"}
+    assert pages - listed == set(), f"add to the README's Documentation list: {pages - listed}"
+    assert listed - pages == set(), f"listed in the README but missing: {listed - pages}"
+
+
+def test_install_commands_name_where_the_package_comes_from():
+    # langmem-ext is installed from its repository or a checkout, not an index:
+    # a bare `pip install "langmem-ext[ui]"` in the docs finds nothing.
+    bad = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for n, line in enumerate(page.read_text().splitlines(), 1):
+            if "pip install" not in line or not re.search(r"langmem-ext(\[|\b)", line):
+                continue
+            if "@ git+" in line or "-e " in line or re.search(r"not installed|needs the", line):
+                continue  # the repository, a checkout, or a quoted error message
+            bad.append(f"{page.name}:{n}: {line.strip()}")
+    assert not bad, bad
+
+
 def test_cli_demo_prints_hits_with_scores(tmp_path):
     from langmem_ext.cli.app import app
 

@@ -101,3 +101,27 @@ def test_blocks_not_run_still_exist():
     # A renamed block must not leave a stale exception behind.
     for page, marker in NOT_RUN:
         assert any(p == page and marker in c for p, _, _, c in BLOCKS), (page, marker)
+
+
+#: What a reader cannot run without a key or a server of their own.
+_NEEDS = re.compile(
+    r"\"openai:|\"anthropic:|ChatOpenAI\(|OpenAIEmbeddings\(|init_chat_model\(|postgres(?:ql)?://"
+)
+
+
+def test_a_block_that_needs_a_key_or_a_server_says_so():
+    # The <!-- marker --> is for the tests (the site and GitHub hide it): a
+    # reader sees the line before the block, which must start with "Needs ".
+    unmarked = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        if page.name == "index.md":
+            continue
+        text = page.read_text()
+        for m in BLOCK.finditer(text):
+            code = "\n".join(line.split("#", 1)[0] for line in m.group(2).splitlines())
+            if not (m.group(1) or _NEEDS.search(code)):
+                continue
+            before = [line for line in text[: m.start()].splitlines() if line.strip()]
+            if not before or not before[-1].startswith("Needs "):
+                unmarked.append(f"{page.name}:{text[: m.start()].count(chr(10)) + 1}")
+    assert not unmarked, f"say what these blocks need on the line before them: {unmarked}"

@@ -86,7 +86,7 @@ def test_each_extra_is_named_when_missing():
             out.stderr
         ), out.stderr
     cli = _run(_WITHOUT_EXTRAS + "from langmem_ext.cli import main; main()")
-    assert cli.returncode == 1 and "pip install 'langmem-ext[cli]'" in cli.stderr
+    assert cli.returncode == 2 and "pip install 'langmem-ext[cli]'" in cli.stderr
 
 
 def test_the_wheel_holds_the_library_only_and_declares_extras(tmp_path):

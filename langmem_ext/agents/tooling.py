@@ -20,7 +20,13 @@ from pydantic import ValidationError as PydanticValidationError
 
 from .._langgraph import config_runtime, current_config
 from ..engine import error_text, invalid
-from ..errors import ConfigurationError, LangmemError, MemoryToolError, TenantAccessError
+from ..errors import (
+    ConfigurationError,
+    LangmemError,
+    MemoryToolError,
+    PermissionDeniedError,
+    TenantAccessError,
+)
 
 __all__ = ["MemoryTool", "dumps", "model_text", "resolve_store"]
 
@@ -86,10 +92,21 @@ class MemoryTool(StructuredTool):
 def model_text(e: LangmemError, tool: str) -> str:
     """How a model reads an error (agent tools and MCP alike): ``"<CODE>:
     <message>"`` and what to do next."""
-    if isinstance(e, ConfigurationError | TenantAccessError):
+    if isinstance(e, PermissionDeniedError):
+        # The caller may read but not write: calling again cannot help.
+        hint = (
+            "Nothing was changed; do not call it again: you may read memories here but "
+            "not change them (tell the user if they asked for a change)."
+        )
+    elif type(e) is TenantAccessError and "requested" in e.details:
+        # The model passed a tenant it may not use: the fix is its own.
+        hint = f"Nothing was changed; call {tool} again without the tenant argument."
+    elif isinstance(e, ConfigurationError | TenantAccessError):
         # Not the model's mistake, but it must see it (and can tell the user)
         # rather than crash the run.
         hint = "Memory is unavailable for this conversation; tell the user."
+    elif "tools" in e.details:  # a tool that does not exist (MCP)
+        hint = "Nothing was changed; call one of those tools instead."
     elif e.retryable:
         hint = "The memory store failed; try again later."
     else:

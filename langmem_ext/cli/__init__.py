@@ -23,8 +23,9 @@ def main() -> None:
         if (e.name or "").split(".")[0] not in ("typer", "rich", "langchain", "trustcall"):
             raise
         print(
-            f"langmem-ext: the command line needs {e.name!r}: pip install 'langmem-ext[cli]'",
+            f"langmem-ext: the command line needs the 'cli' extra ({e.name} is not "
+            "installed): pip install 'langmem-ext[cli]'",
             file=sys.stderr,
         )
-        raise SystemExit(1) from None
+        raise SystemExit(2) from None
     app()

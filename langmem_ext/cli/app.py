@@ -1,27 +1,88 @@
-"""``langmem-ext``: the command line. Each command is a thin call into the library."""
+"""``langmem-ext``: the command line. Each command is a thin call into the library.
+
+Only the command line itself is imported to start: a command imports the
+library when it runs, and the ``memories`` and ``store`` groups (built from
+the engine's catalogue) when they are used, so ``langmem-ext --help`` answers
+without loading the stores, the engine or LangChain.
+"""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, ClassVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from typer.core import TyperGroup
 
-from ..errors import LangmemError
 from .dev import dev_module, eval_extraction
+from .extras import needs_extra
 from .ui import ui
+
+#: The groups imported when used: name -> (module, the help line ``--help`` shows).
+LAZY_GROUPS = {
+    "memories": (".memories", "Look at, fix, back up and move memories."),
+    "store": (".store", "The store's items in every namespace (what the database holds)."),
+}
+
+
+class _LazyGroup(TyperGroup):
+    """A command group whose module is imported when the group is used."""
+
+    def __init__(self, name: str, module: str, help: str) -> None:
+        super().__init__(name=name, help=help, no_args_is_help=True)
+        self._module = module
+        self._real: Any = None
+
+    def real(self) -> Any:
+        if self._real is None:
+            module = importlib.import_module(self._module, __package__)
+            self._real = typer.main.get_command(module.app)
+            self._real.name = self.name
+        return self._real
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any
+    ) -> Any:
+        return self.real().make_context(info_name, args, parent=parent, **extra)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        return self.real().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.real().list_commands(ctx))
+
+
+class _Root(TyperGroup):
+    """The top-level group: its own commands, with the lazy groups after ``mcp``."""
+
+    _lazy: ClassVar[dict[str, _LazyGroup]] = {}
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        names = list(super().list_commands(ctx))
+        at = names.index("mcp") + 1 if "mcp" in names else len(names)
+        return names[:at] + list(LAZY_GROUPS) + names[at:]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name in LAZY_GROUPS:
+            if cmd_name not in self._lazy:
+                self._lazy[cmd_name] = _LazyGroup(cmd_name, *LAZY_GROUPS[cmd_name])
+            return self._lazy[cmd_name]
+        return super().get_command(ctx, cmd_name)
+
 
 app = typer.Typer(
     help="Long-term memory for LangGraph agents: embedded SQLite store with hybrid search.",
     no_args_is_help=True,
     add_completion=False,
+    cls=_Root,
 )
 
 
@@ -55,6 +116,7 @@ def demo(
 
     Example: langmem-ext demo --db /tmp/memories.db
     """
+    from ..errors import LangmemError
     from .demo import run_demo
 
     console = Console()
@@ -112,12 +174,17 @@ def mcp(
         list[str] | None,
         typer.Option(help="HTTP: also answer to this host name (a reverse proxy's); repeatable."),
     ] = None,
+    create: Annotated[
+        bool, typer.Option(help="Create the SQLite file if it does not exist yet.")
+    ] = False,
 ) -> None:
     """Serve the memory tools over MCP (stdio, or streamable HTTP on /mcp).
 
     Example: langmem-ext mcp --db memories.db --transport http --callers callers.json
     """
+    needs_extra("mcp", "mcp", "uvicorn")
     from ..engine import MemoryContext
+    from ..errors import LangmemError
     from ..servers.callers import Callers
     from ..servers.hosts import allowed_hosts
     from ..servers.mcp import create_mcp_server
@@ -145,7 +212,7 @@ def mcp(
             raise typer.BadParameter("--allow-anonymous needs --user-id (the one local user)")
         if transport == "stdio" and caller is None:
             raise typer.BadParameter("stdio needs --token or --user-id: who is the caller?")
-        with open_store(db, embed=None if embed == "none" else embed) as store:
+        with open_store(db, embed=None if embed == "none" else embed, create=create) as store:
             server = create_mcp_server(
                 store,
                 callers=known,
@@ -161,12 +228,6 @@ def mcp(
     except LangmemError as e:
         raise typer.BadParameter(str(e)) from e
 
-
-from .memories import app as memories_app  # noqa: E402 - registered after the commands
-from .store import app as store_app  # noqa: E402
-
-app.add_typer(memories_app, name="memories")
-app.add_typer(store_app, name="store")
 
 bench_app = typer.Typer(help="Benchmarks you can rerun on your machine.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")

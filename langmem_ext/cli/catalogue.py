@@ -32,7 +32,7 @@ from rich.table import Table
 
 from ..agents.reflection.context import context as context_op
 from ..engine import OPERATIONS, MemoryContext, MemoryEngine, Spec, error_text, to_json
-from ..errors import LangmemError, MemoryNotFoundError
+from ..errors import LangmemError, MemoryNotFoundError, MissingIdentifierError
 from ..servers.values import metavar, read, shape
 from .dbopen import open_store
 
@@ -87,9 +87,11 @@ def _command(spec: Spec[Any, Any]) -> Callable[..., None]:
     def callback(**values: Any) -> None:
         args = {p.name: read(p, values[p.name]) for p in offered if values[p.name] is not None}
         try:
-            with open_store(values["db"], embed=_embed(values["embed"])) as store:
+            ctx = _caller(values)  # before the store is opened: nothing to create for nobody
+            with open_store(
+                values["db"], embed=_embed(values["embed"]), create=values["create"]
+            ) as store:
                 engine = MemoryEngine(store, namespace=_template(values["namespace"]))
-                ctx = _caller(values)
                 result = engine.run(spec.start(engine, ctx, args), spec.name)
                 _show(spec, result, engine, args, values["json"])
         except (LangmemError, ImportError, OSError) as e:
@@ -121,6 +123,7 @@ def _caller_params() -> list[inspect.Parameter]:
         opt("db", "memories.db", "SQLite file or postgresql:// URL.", str),
         opt("embed", "local", "Embedder: local, none, or provider:model.", str),
         opt("json", False, "Print the result as JSON.", bool),
+        opt("create", False, "Create the SQLite file if it does not exist yet.", bool),
     ]
     return out
 
@@ -151,7 +154,16 @@ def _caller(values: dict[str, Any]) -> MemoryContext:
 
         return Callers.load(values["callers"]).authenticate(f"Bearer {values['token']}")
     ids: dict[str, Any] = {k: values.get(k) for k, _ in _CALLER}
-    return MemoryContext(**{k: v for k, v in ids.items() if v is not None})
+    given = {k: v for k, v in ids.items() if v is not None}
+    if not given.keys() - {"tenant_id"}:
+        # Without a caller every operation would see nobody's memories and
+        # print an empty result: say who is missing instead.
+        raise MissingIdentifierError(
+            "who is the caller? pass --user-id (or --org-id, --agent-id, --project-id, "
+            "--team-id, --session-id; or --token with a callers file)",
+            identifier="user_id",
+        )
+    return MemoryContext(**given)
 
 
 def _text(e: Exception) -> str:

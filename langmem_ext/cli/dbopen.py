@@ -8,6 +8,7 @@ Examples:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -18,9 +19,16 @@ __all__ = ["open_store"]
 
 
 @contextmanager
-def open_store(db: str, *, embed: str | None = "local") -> Iterator[BaseStore]:
+def open_store(
+    db: str, *, embed: str | None = "local", create: bool = False
+) -> Iterator[BaseStore]:
     """The store at ``db`` (``postgresql://...`` → PostgresStore, else a SQLite
-    file), set up and closed afterwards; ``embed=None``: keyword search only."""
+    file), set up and closed afterwards; ``embed=None``: keyword search only.
+
+    A SQLite file that does not exist is created only with ``create=True``
+    (``--create``): a mistyped ``--db`` is refused, naming the path, instead
+    of opening a new, empty store.
+    """
     index: Any = {"embed": embed, "fields": ["content"]} if embed else None
     if db.startswith(("postgresql://", "postgres://")):
         from ..stores import PostgresStore
@@ -31,6 +39,15 @@ def open_store(db: str, *, embed: str | None = "local") -> Iterator[BaseStore]:
         return
     from ..stores import SQLiteStore
 
+    if not create and db != ":memory:" and not db.startswith("file:") and not os.path.exists(db):
+        from ..errors import InvalidValueError
+
+        raise InvalidValueError(
+            f"no database at {os.path.abspath(db)!r}: check --db (a mistyped path would "
+            "start an empty store), or pass --create to make a new one there",
+            field="db",
+            value=db,
+        )
     sqlite = SQLiteStore(db, index=index)
     try:
         sqlite.setup()

@@ -22,10 +22,12 @@ def dev_module(name: str) -> ModuleType:
     except ModuleNotFoundError as e:
         if not (e.name or "").startswith("langmem_ext_dev"):
             raise
-        raise typer.BadParameter(
-            "this command runs the development tools, which are not part of the library: "
-            "from a checkout of langmem-ext, pip install -e ./dev"
-        ) from None
+        typer.echo(
+            "langmem-ext: this command runs the development tools, which are not part of "
+            "the library: from a checkout of langmem-ext, pip install -e ./dev",
+            err=True,
+        )
+        raise typer.Exit(2) from None
 
 
 def eval_extraction(

@@ -21,7 +21,9 @@ from .catalogue import add_commands
 from .dbopen import open_store
 from .store import fail
 
-app = typer.Typer(help="Look at, fix, back up and move memories.", no_args_is_help=True)
+app = typer.Typer(
+    help="Look at, fix, back up and move memories.", no_args_is_help=True, add_completion=False
+)
 add_commands(app)
 
 Db = Annotated[str, typer.Option(help="SQLite file or postgresql:// URL.")]
@@ -32,8 +34,8 @@ def _ns(text: str) -> tuple[str, ...]:
     return tuple(x for x in text.split("/") if x)
 
 
-def _open(db: str, embed: str) -> Any:
-    return open_store(db, embed=None if embed == "none" else embed)
+def _open(db: str, embed: str, create: bool = False) -> Any:
+    return open_store(db, embed=None if embed == "none" else embed, create=create)
 
 
 _fail = fail
@@ -101,7 +103,8 @@ def import_(
     try:
         with source.open("rb") as fh:
             lines = fh.readlines()  # split at b"\n" only, as JSON Lines are
-        with _open(db, embed) as store, _progress("import") as bar:
+        # Filling a new file is what an import is for (a restore): it creates one.
+        with _open(db, embed, create=True) as store, _progress("import") as bar:
             task = bar.add_task("import", total=len(lines))
             report = import_jsonl(
                 store,

@@ -22,7 +22,9 @@ from .dbopen import open_store
 __all__ = ["app"]
 
 app = typer.Typer(
-    help="The store's items in every namespace (what the database holds).", no_args_is_help=True
+    help="The store's items in every namespace (what the database holds).",
+    no_args_is_help=True,
+    add_completion=False,
 )
 
 Db = Annotated[str, typer.Option(help="SQLite file or postgresql:// URL.")]
@@ -40,11 +42,11 @@ def fail(e: Exception) -> typer.Exit:
     return typer.Exit(1)
 
 
-def _call(db: str, embed: str, action: Callable[[Any], Any]) -> Any:
+def _call(db: str, embed: str, action: Callable[[Any], Any], create: bool = False) -> Any:
     """``action(store)`` on the opened store; a package error (or a bad JSON
     argument) is printed as one line and exits with status 1."""
     try:
-        with open_store(db, embed=None if embed == "none" else embed) as store:
+        with open_store(db, embed=None if embed == "none" else embed, create=create) as store:
             return action(store)
     except (LangmemError, ValueError, ImportError) as e:  # ImportError: a missing extra
         raise fail(e) from e
@@ -110,14 +112,18 @@ def search(
         embed,
         lambda store: store.search(_ns(namespace), query=query, filter=flt, limit=limit, **kwargs),
     )
-    # Stores list items they could not score (not indexed, or no matching
-    # word in keyword mode) after the matches; they are no answer to a query.
+    # Stores list the items they could not score after the ranked ones
+    # (stored with index=False; or, with no embedder and no --mode, those
+    # without the words): they answer no query.
     unscored = [i for i in items if i.score is None]
     if not all_:
         items = [i for i in items if i.score is not None]
     Console().print(_table(items, scores=True))
     if unscored and not all_:
-        Console().print(f"{len(unscored)} more without a score (not indexed): --all lists them")
+        Console().print(
+            f"{len(unscored)} more without a score (not indexed, or without the words): "
+            "--all lists them"
+        )
 
 
 @app.command()
@@ -146,6 +152,9 @@ def put(
     ttl: Annotated[float | None, typer.Option(help="Minutes until it expires.")] = None,
     index: Annotated[bool, typer.Option(help="Embed and keyword-index it.")] = True,
     embed: Embed = "local",
+    create: Annotated[
+        bool, typer.Option(help="Create the SQLite file if it does not exist yet.")
+    ] = False,
 ) -> None:
     """Store an item (replacing the one with this key).
 
@@ -159,6 +168,7 @@ def put(
         db,
         embed,
         lambda store: store.put(_ns(namespace), key, data, index=None if index else False, ttl=ttl),
+        create=create,
     )
     typer.echo(f"stored {'/'.join(_ns(namespace))}/{key}")
 
@@ -170,9 +180,19 @@ def delete(
     db: Db = "memories.db",
     embed: Embed = "none",
 ) -> None:
-    """Delete an item (nothing happens if there is none).
+    """Delete an item; a key with no item is an error (exit status 1), so a
+    mistyped key is not taken for a deletion.
 
     Example: langmem-ext store delete user/ada m1
     """
-    _call(db, embed, lambda store: store.delete(_ns(namespace), key))
-    typer.echo(f"deleted {'/'.join(_ns(namespace))}/{key}")
+    where = f"{'/'.join(_ns(namespace))}/{key}"
+
+    def delete_one(store: Any) -> bool:
+        if store.get(_ns(namespace), key) is None:
+            return False
+        store.delete(_ns(namespace), key)
+        return True
+
+    if not _call(db, embed, delete_one):
+        raise fail(LookupError(f"no item {key!r} in {namespace!r}; nothing was deleted"))
+    typer.echo(f"deleted {where}")

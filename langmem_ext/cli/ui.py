@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import LangmemError
+from .extras import needs_extra
 
 __all__ = ["ui"]
 
@@ -52,14 +52,19 @@ def ui(
         float,
         typer.Option(help="Minutes after signing in after which a browser must sign in again."),
     ] = 720,
+    create: Annotated[
+        bool, typer.Option(help="Create the SQLite file if it does not exist yet.")
+    ] = False,
 ) -> None:
     """Browse, search, edit and forget memories in the web browser.
 
     Example: langmem-ext ui --db memories.db --callers callers.json
     """
+    needs_extra("ui", "uvicorn", "starlette", "jinja2")
     import uvicorn
 
     from ..engine import MemoryContext
+    from ..errors import LangmemError
     from ..servers.callers import Callers
     from ..servers.hosts import allowed_hosts
     from ..servers.ui import create_ui_app
@@ -75,7 +80,7 @@ def ui(
             )
         known = None if allow_anonymous else Callers.load(callers)
         caller = MemoryContext(user_id=user_id) if allow_anonymous else None
-        with open_store(db, embed=None if embed == "none" else embed) as store:
+        with open_store(db, embed=None if embed == "none" else embed, create=create) as store:
             hosts = allowed_hosts(host, allowed_host or [])
             app = create_ui_app(
                 store,

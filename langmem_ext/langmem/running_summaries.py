@@ -32,7 +32,7 @@ from langgraph.store.base import BaseStore, GetOp, PutOp
 from ..engine import Batch, NamespaceTemplate, Operation, shown, warn_once
 from ..errors import ConfigurationError
 
-__all__ = ["RunningSummary", "SummaryPlace"]
+__all__ = ["RunningSummary", "SummaryPlace", "allow_in_checkpoints"]
 
 
 @dataclass
@@ -42,6 +42,38 @@ class RunningSummary:
     summary: str
     summarized_message_ids: set[str] = field(default_factory=set)
     last_summarized_message_id: str | None = None
+
+
+def allow_in_checkpoints(*classes: type) -> None:
+    """Let LangGraph's checkpoint serializer read ``classes`` back without its
+    "Deserializing unregistered type … will be blocked in a future version"
+    warning, and in strict mode (``LANGGRAPH_STRICT_MSGPACK=true``) at all.
+
+    ``SummarizationNode`` puts a :class:`RunningSummary` in the graph state,
+    so every checkpoint of such a thread holds one; without this, resuming
+    the thread warns today and fails once LangGraph blocks unregistered
+    types. LangGraph reads its list of always-allowed types
+    (``SAFE_MSGPACK_TYPES``) at each load, and offers no other registry that
+    reaches checkpointers the app built itself; the classes added here are
+    plain dataclasses of text and sets, so rebuilding one runs no code of the
+    checkpoint's choosing. A LangGraph without that list changes nothing.
+
+    Examples:
+        >>> from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+        >>> serde = JsonPlusSerializer()
+        >>> serde.loads_typed(serde.dumps_typed(RunningSummary("hi", {"m1"}))).summary
+        'hi'
+    """
+    try:
+        from langgraph.checkpoint.serde import _msgpack
+    except ImportError:  # pragma: no cover - a LangGraph before the allowlist
+        return
+    safe = getattr(_msgpack, "SAFE_MSGPACK_TYPES", None)
+    if isinstance(safe, frozenset):
+        _msgpack.SAFE_MSGPACK_TYPES = safe | {(c.__module__, c.__qualname__) for c in classes}
+
+
+allow_in_checkpoints(RunningSummary)
 
 
 class SummaryPlace:

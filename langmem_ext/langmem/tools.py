@@ -27,8 +27,12 @@ switching is a change of import. What differs:
 * Configuration errors (no store, a namespace key missing from the config) are
   not the model's to fix: they raise
   :class:`~langmem_ext.errors.ConfigurationError` (an ``Exception``) and stop the run.
-* Deleting an unknown id succeeds (idempotent), as in LangMem. Every change is
-  recorded as an audit event (``MemoryEngine.history``).
+* Deleting an unknown id succeeds (idempotent), as in LangMem.
+* The store holds what LangMem's tools would write, and nothing else: values
+  are ``{"content": ...}``, no audit event is written, and only the caller's
+  own namespace is read. ``history=True`` keeps the engine's history of each
+  change instead (an audit event, ``MemoryEngine.history``; values stamped
+  with kind and times). Facts reflection extracted keep their lifecycle.
 * ``strict=True`` gives argument schemas valid for OpenAI strict mode (every
   property required and nullable where optional, no defaults, no free-form
   objects: the search filter becomes a list of ``{field, op, value}``).
@@ -108,6 +112,7 @@ def create_manage_memory_tool(
     name: str = "manage_memory",
     strict: bool = False,
     default_tenant: str | None = None,
+    history: bool = False,
 ) -> MemoryTool:
     """Create the ``manage_memory`` tool: create, update or delete a memory.
 
@@ -128,6 +133,12 @@ def create_manage_memory_tool(
         strict: Make the argument schema valid for OpenAI strict mode.
         default_tenant: Tenant of runs without authentication (default: the
             single-tenant default, whose namespaces carry no tenant prefix).
+        history: Keep the engine's history of the tool's notes: an audit
+            event per change (``MemoryEngine.history``, the memory browser's
+            history) and values stamped with their kind and times. Off by
+            default: the store then holds what LangMem's tool would write
+            (``{"content": ...}`` in the namespace, nothing elsewhere). Facts
+            reflection extracted keep their history either way.
 
     Raises:
         ConfigurationError: ``actions_permitted`` is empty or has an unknown action.
@@ -163,7 +174,11 @@ def create_manage_memory_tool(
     initial_store = store
     default_action = "create" if "create" in actions else actions[0]
     content_adapter, args_schema = _content_schema(name, schema, actions, default_action, strict)
-    engines = EnginesByStore(EngineConfig(namespace=template, default_tenant=default_tenant))
+    if not isinstance(history, bool):
+        raise ConfigurationError(f"history must be True or False, got {shown(history)}")
+    engines = EnginesByStore(
+        EngineConfig(namespace=template, default_tenant=default_tenant, history=history)
+    )
 
     def check(content: Any, action: Any, id: Any) -> tuple[str, str | None, Any]:
         # All of the model's mistakes are found here, before any store access.

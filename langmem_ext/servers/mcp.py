@@ -41,7 +41,13 @@ from langgraph.store.base import BaseStore
 from ..agents.tooling import model_text
 from ..agents.tools import TOOL_SET, tool_answer
 from ..engine import MemoryContext, MemoryEngine, Spec, strip_titles
-from ..errors import AuthenticationError, ConfigurationError, InvalidValueError, LangmemError
+from ..errors import (
+    AuthenticationError,
+    ConfigurationError,
+    InvalidValueError,
+    LangmemError,
+    PermissionDeniedError,
+)
 from ..langmem.tools import create_manage_memory_tool, create_search_memory_tool
 from .callers import Callers
 from .hosts import LOOPBACK, allowed_origins, check_host_names
@@ -174,7 +180,9 @@ def create_mcp_server(
     engine = MemoryEngine(store, namespace=namespace)
     tools: list[_CatalogueTool | _LangMemTool] = [
         *(_CatalogueTool(engine, spec) for spec in TOOL_SET),
-        _LangMemTool(create_manage_memory_tool(namespace, store=store), writes=True),
+        # The server's store is this package's, shown by its browser: its notes
+        # keep their history, as every other tool's memories do.
+        _LangMemTool(create_manage_memory_tool(namespace, store=store, history=True), writes=True),
         _LangMemTool(create_search_memory_tool(namespace, store=store), writes=False),
     ]
     server = _server_class()(
@@ -261,9 +269,7 @@ def _server_class() -> type:
                 ctx = self._who()
                 tool = {t.name: t for t in self._offered(ctx)}.get(name)
                 if tool is None:
-                    raise InvalidValueError(
-                        f"unknown tool {name!r}; list the tools to see those you may use"
-                    )
+                    raise _not_offered(name, self._memory_tools, self._offered(ctx))
                 text = await tool.run(ctx, dict(arguments or {}))
             except LangmemError as e:
                 # Reported to the client as an error result with the code and
@@ -272,3 +278,15 @@ def _server_class() -> type:
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=False)
 
     return MemoryServer
+
+
+def _not_offered(name: str, every: dict[str, Any], offered: list[Any]) -> LangmemError:
+    """Why ``name`` cannot be called, and (``details["tools"]``) what can."""
+    tools = ", ".join(t.name for t in offered)
+    if name in every:  # a writing tool, asked by a caller who may only read
+        return PermissionDeniedError(
+            f"{name} changes memories, and you may read memories but not change them "
+            "(your permissions grant memory:read without memory:write)",
+            tool=name,
+        )
+    return InvalidValueError(f"there is no tool {name!r}; the tools are {tools}", tools=tools)

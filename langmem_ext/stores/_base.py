@@ -30,6 +30,7 @@ from .._langgraph import ensure_refresh
 from ..errors import ConfigurationError, InvalidValueError
 from ._filters import normalize_filter
 from ._ops import (
+    KEYWORD_THEN_REST,
     MAX_TTL,
     SEARCH_MODES,
     HybridSearchOp,
@@ -260,6 +261,9 @@ class HybridStore(BaseStore):
                 "or another embedder, or use search_mode='keyword'"
             )
         self.search_mode = search_mode or ("hybrid" if self.embeddings else "keyword")
+        # LangGraph's contract for a store without an index: a query does not
+        # narrow the results (see KEYWORD_THEN_REST).
+        self._query_lists_all = search_mode is None and self.embeddings is None
         self.ttl_config = check_ttl_config(ttl)
 
     def _omit_expired(self) -> bool:
@@ -293,6 +297,8 @@ class HybridStore(BaseStore):
                     )
                 if mode == "hybrid" and not embeds:
                     mode = "keyword"
+                if op.mode is None and self._query_lists_all:
+                    mode = KEYWORD_THEN_REST
                 modes[i] = mode
                 if op.query and mode in ("vector", "hybrid"):
                     queries[op.query] = None

@@ -110,12 +110,14 @@ def normalize_filter(filter: Mapping[str, Any] | None) -> list[Condition]:
 
 def _split_key(key: Any, parent: tuple[str, ...]) -> tuple[str, ...]:
     if not isinstance(key, str) or not key:
-        raise InvalidValueError(f"filter field names must be non-empty strings, got {key!r}")
+        raise InvalidValueError(
+            f"Invalid filter key {key!r}: field names are non-empty strings such as 'category'"
+        )
     check_text(key, f"filter field {key[:40]!r}")
     parts = tuple(key.split("."))
     if any(not p for p in parts):
         raise InvalidValueError(
-            f"filter field {key!r} has an empty part; use dots only between names"
+            f"Invalid filter key {key!r}: it has an empty part; use dots only between names"
         )
     for p in parts:
         if p.startswith("$"):

@@ -21,9 +21,11 @@ Scores by mode (the ``score`` of each returned ``SearchItem``):
     results; they are not calibrated probabilities — threshold on ``vector``
     mode's cosine when you need an absolute cut-off.
 
-Ties are broken by item id (insertion order), so pagination is stable. Items
-that were stored with ``index=False`` (or have no text in the indexed fields)
-follow all scored items, with ``score=None``, most recently updated first.
+Ties are broken by item id (insertion order), so pagination is stable. In
+``vector`` and ``hybrid`` mode, items that were stored with ``index=False`` (or
+have no text in the indexed fields) follow all scored items, with
+``score=None``, most recently updated first; ``keyword`` mode returns only the
+items that match the query's words.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from langgraph.store.base import validate_op_namespace as _validate_labels
 from ..errors import InvalidNamespaceError, InvalidValueError
 
 __all__ = [
+    "KEYWORD_THEN_REST",
     "MAX_COUNT",
     "MAX_TTL",
     "HybridSearchOp",
@@ -47,6 +48,11 @@ __all__ = [
 
 SearchMode = Literal["hybrid", "vector", "keyword"]
 SEARCH_MODES: tuple[str, ...] = ("hybrid", "vector", "keyword")
+#: The plan's mode of a query on a store without an embedder when no mode was
+#: asked for: keyword matches first, then every other item with score None.
+#: LangGraph's stores without an index ignore the query and return every
+#: item; asking for ``mode="keyword"`` gives the matches only.
+KEYWORD_THEN_REST = "keyword, then the rest"
 
 
 class HybridSearchOp(NamedTuple):

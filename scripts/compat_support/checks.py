@@ -186,8 +186,11 @@ def run_langgraph(checkout: Path, k: str | None) -> list[Row]:
             cmd += ["--stores", stores, "--json", str(out)]
             if k:
                 cmd += ["-k", k]
-            subprocess.run(cmd, cwd=ROOT, check=False, capture_output=True)
-            results[stores] = json.loads(out.read_text()) if out.exists() else {}
+            done = subprocess.run(cmd, cwd=ROOT, check=False, capture_output=True, text=True)
+            if not out.exists():
+                why = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+                raise SystemExit(f"scripts/langgraph-suites --stores {stores} failed: {why[0]}")
+            results[stores] = json.loads(out.read_text())
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -12,14 +12,12 @@ LangGraph's own ``store`` table fail, which the report lists).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import sys
 import types
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import langgraph.store.memory
-import langgraph.store.postgres
-import langgraph.store.sqlite
 from psycopg.rows import dict_row
 
 from langmem_ext import AsyncSqliteStore, SQLiteStore
@@ -87,12 +85,51 @@ class VectorAsyncSQLiteStore(AsyncSqliteStore):
         super().__init__(conn, **_vector_mode(kwargs))
 
 
+#: Every module a test may import a LangGraph store from: the packages and the
+#: modules that define the classes (``from langgraph.store.sqlite.aio import
+#: AsyncSqliteStore`` as well as ``from langgraph.store.sqlite import ...``).
+MODULES = (
+    "langgraph.store.memory",
+    "langgraph.store.sqlite",
+    "langgraph.store.sqlite.base",
+    "langgraph.store.sqlite.aio",
+    "langgraph.store.postgres",
+    "langgraph.store.postgres.base",
+    "langgraph.store.postgres.aio",
+)
+#: LangGraph's store classes, by name, and ours in their place.
+OURS: dict[str, type] = {
+    "InMemoryStore": VectorSQLiteStore,
+    "SqliteStore": VectorSQLiteStore,
+    "AsyncSqliteStore": VectorAsyncSQLiteStore,
+    "PostgresStore": VectorPostgresStore,
+    "AsyncPostgresStore": VectorAsyncPostgresStore,
+}
+#: LangGraph's own classes (id -> the class and its name), to find any left in
+#: a test module.
+ORIGINALS: dict[int, tuple[type, str]] = {}
+
+
 def install() -> None:
-    langgraph.store.postgres.PostgresStore = VectorPostgresStore  # type: ignore[misc]
-    langgraph.store.postgres.AsyncPostgresStore = VectorAsyncPostgresStore  # type: ignore[misc]
-    langgraph.store.memory.InMemoryStore = VectorSQLiteStore  # type: ignore[misc]
-    langgraph.store.sqlite.SqliteStore = VectorSQLiteStore  # type: ignore[misc]
-    langgraph.store.sqlite.AsyncSqliteStore = VectorAsyncSQLiteStore  # type: ignore[misc]
+    """Put our classes under every name and module LangGraph exports its stores from."""
+    for name in MODULES:
+        module = importlib.import_module(name)
+        for attr, ours in OURS.items():
+            original = module.__dict__.get(attr)
+            if isinstance(original, type) and original is not ours:
+                label = f"{original.__module__}.{original.__qualname__}"
+                ORIGINALS[id(original)] = (original, label)
+                setattr(module, attr, ours)
+
+
+def unreplaced(module: types.ModuleType) -> list[str]:
+    """LangGraph store classes ``module`` holds (imported before :func:`install`,
+    or from a path it does not cover), as ``name (LangGraph's module.Class)``."""
+    return [
+        f"{name} is {ORIGINALS[id(value)][1]}"
+        for name, value in vars(module).items()
+        if isinstance(value, type) and ORIGINALS.get(id(value), (None,))[0] is value
+    ]
 
 
 def stub_missing() -> None:

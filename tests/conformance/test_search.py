@@ -81,7 +81,7 @@ async def test_reput_with_new_text_leaves_no_stale_vector(make_api):
     assert got[0].key == "k1"
     if api.has("keyword"):
         kw = await api.search(("mem",), query="peanuts", limit=3, mode="keyword")
-        assert all(r.score is None for r in kw)  # no item still matches the old words
+        assert kw == []  # no item still matches the old words
 
 
 async def test_reput_with_index_false_drops_vector(make_api):
@@ -135,10 +135,30 @@ async def test_keyword_search_without_embedder(make_api):
     got = await api.search(("mem",), query="Who is ALLERGIC to peanut?", limit=3)
     assert got[0].key == "k1"
     assert got[0].score == 1.0
-    assert got[1].score is None  # everything else follows, unscored
+    # No mode asked for, no embedder: LangGraph's contract (a query without an
+    # index narrows nothing), the matches ranked first, everything else after.
+    assert got[1].score is None
     # FTS syntax in user text is data, not a query language
     got = await api.search(("mem",), query='jasmine" AND * ) (', limit=1)
     assert got[0].key == "k2"
+
+
+async def test_keyword_mode_returns_only_matches(make_api):
+    # A keyword search is an answer to its words: an item without them is no
+    # result, whether the store has an embedder or not, at any page.
+    for index in (_index(), None):
+        api = make_api(index=index) if index else make_api()
+        api.need("keyword")
+        await _seed(api)
+        await api.put(("mem",), "raw", {"text": "zebra crossing"}, index=False)
+        assert await api.search(("mem",), query="zebra", mode="keyword") == []
+        assert await api.search(("mem",), query="quagga", mode="keyword", offset=3) == []
+        got = await api.search(("mem",), query="tea", mode="keyword", limit=50)
+        assert got and all(0.0 < r.score <= 1.0 for r in got)
+        assert all("tea" in r.value["text"].lower() for r in got)
+        assert max(r.score for r in got) == 1.0
+        # Words with no searchable term match nothing either.
+        assert await api.search(("mem",), query="?!", mode="keyword") == []
 
 
 async def test_search_modes_validated(make_api):
@@ -170,8 +190,8 @@ async def test_context_fields_are_keyword_only_and_weighted_lower(make_api):
     got = await api.search(("c",), query="kitten", mode="keyword")
     assert [r.key for r in got[:2]] == ["own", "near"]
     assert 0 < got[1].score < got[0].score == 1.0
-    assert got[2].score is None
+    assert len(got) == 2  # "none" has no kitten: not a keyword result
     # a re-put without context drops the old context from the keyword index
     await api.put(("c",), "near", {"text": "so cute"})
     got = await api.search(("c",), query="kitten", mode="keyword")
-    assert [r.key for r in got if r.score is not None] == ["own"]
+    assert [r.key for r in got] == ["own"]

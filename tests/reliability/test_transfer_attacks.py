@@ -56,11 +56,11 @@ class Db:
             self.url = f"{pg_server.uri('langmem_test')}?options={quote(str(options))}"
 
     def items(self) -> list[tuple]:
-        with open_store(self.url, embed=None) as store:
+        with open_store(self.url, embed=None, create=True) as store:
             return snapshot(store)
 
     def put(self, items: list[tuple[tuple[str, ...], str, dict, dict]]) -> None:
-        with open_store(self.url, embed=None) as store:
+        with open_store(self.url, embed=None, create=True) as store:
             for ns, key, value, kwargs in items:
                 store.put(ns, key, value, **kwargs)
 

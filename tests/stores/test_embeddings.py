@@ -108,3 +108,23 @@ def test_local_embedder_batches_and_caches():
     assert again[0] == first[-1]
     # query and document embeddings differ for e5 ("query: " vs "passage: ")
     assert r.embeddings.embed_query(texts[0]) != first[0]
+
+
+def test_the_store_embeddings_equal_the_embedder_passed_in():
+    # As on LangGraph's stores (whose ``embeddings`` is the embedder itself):
+    # LangGraph's test_vector_store_initialization compares them.
+    emb = WordEmbeddings(8)
+    store = SQLiteStore(index={"dims": 8, "embed": emb, "fields": ["text"]})
+    assert store.embeddings == emb
+    assert emb == store.embeddings
+    assert store.embeddings != WordEmbeddings(8)
+    assert hash(store.embeddings) == hash(emb)
+    assert store.embeddings == store.embeddings
+
+
+def test_a_filter_key_full_of_sql_is_an_invalid_filter_key():
+    store = SQLiteStore()
+    store.put(("docs",), "public", {"access": "public"})
+    evil = "access') = 'public' OR '1'='1' OR json_extract(value, '$."
+    with pytest.raises(ValueError, match="Invalid filter key"):
+        store.search(("docs",), filter={evil: "dummy"})

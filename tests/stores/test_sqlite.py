@@ -331,3 +331,20 @@ def test_schema_v0_file_is_migrated_keeping_keyword_index(tmp_path):
         assert [r.key for r in store.search(("a",), query="tea")] == ["k"]
         versions = store._connect().execute("SELECT v FROM store_migrations").fetchall()
         assert versions == [(v,) for v in range(len(schema.MIGRATIONS))]
+
+
+def test_which_queries_narrow_to_keyword_matches():
+    # mode="keyword", or a store made keyword-only on purpose: matches only.
+    # No mode on a store without an embedder: LangGraph's contract (a query
+    # without an index narrows nothing), the matches ranked first.
+    plain, keyword = SQLiteStore(), SQLiteStore(search_mode="keyword")
+    for store in (plain, keyword):
+        store.put(("n",), "a", {"content": "zebra crossing"})
+        store.put(("n",), "b", {"content": "green tea"})
+        assert [r.key for r in store.search(("n",), query="zebra", mode="keyword")] == ["a"]
+    assert [r.key for r in keyword.search(("n",), query="zebra")] == ["a"]
+    assert keyword.search(("n",), query="okapi") == []
+    assert [(r.key, r.score) for r in plain.search(("n",), query="zebra")] == [
+        ("a", 1.0),
+        ("b", None),
+    ]

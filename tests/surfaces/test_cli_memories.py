@@ -30,7 +30,11 @@ def cli(*args: str, ok: bool = True) -> str:
 
 @pytest.fixture
 def db(tmp_path: Path) -> str:
-    return str(tmp_path / "memories.db")
+    """An existing, empty database (SQLite reads an empty file as one): a
+    path with no file is refused unless --create is given."""
+    path = tmp_path / "memories.db"
+    path.touch()
+    return str(path)
 
 
 def test_version():
@@ -58,6 +62,42 @@ def test_put_get_list_search_delete(db):
     cli("store", "delete", "user/ada", "m2", "--db", db)
     out = cli("store", "get", "user/ada", "m2", "--db", db, ok=False)
     assert "no item 'm2'" in out
+    # A key with nothing under it is no deletion (a typo is said, exit status 1).
+    out = cli("store", "delete", "user/ada", "m2", "--db", db, ok=False)
+    assert out.strip() == "error: no item 'm2' in 'user/ada'; nothing was deleted"
+
+
+def test_a_mistyped_db_is_refused_unless_create(tmp_path):
+    typo = tmp_path / "memoreis.db"
+    for args in (
+        ("store", "list", "--db", str(typo)),
+        ("store", "put", "user/ada", "m1", '{"content": "x"}', "--db", str(typo)),
+        ("memories", "search", "tea", "--user-id", "ada", "--db", str(typo), "--embed", "none"),
+        ("memories", "export", str(tmp_path / "out.jsonl"), "--db", str(typo)),
+    ):
+        out = cli(*args, ok=False)
+        assert "no database at" in out and "--create" in out, out
+        assert not typo.exists()  # nothing was created
+    cli("store", "put", "user/ada", "m1", '{"content": "x"}', "--db", str(typo), "--create",
+        "--embed", "none")  # fmt: skip
+    assert typo.exists()
+    assert "x" in cli("store", "list", "user/ada", "--db", str(typo))
+    fresh = tmp_path / "fresh.db"
+    cli("memories", "add", "Likes tea", "--user-id", "ada", "--db", str(fresh), "--create",
+        "--embed", "none")  # fmt: skip
+    assert "Likes tea" in cli(
+        "memories", "search", "tea", "--user-id", "ada", "--db", str(fresh), "--embed", "none"
+    )
+
+
+def test_a_memories_command_without_a_caller_says_who_is_missing(db):
+    cli("memories", "add", "Likes tea", "--user-id", "ada", "--db", db, "--embed", "none")
+    for args in (("search", "tea"), ("add", "Likes coffee"), ("list",)):
+        out = cli("memories", *args, "--db", db, "--embed", "none", ok=False)
+        assert out.startswith("error: MISSING_IDENTIFIER: who is the caller? pass --user-id"), out
+    # The tenant alone is no caller either.
+    out = cli("memories", "search", "tea", "--tenant-id", "acme", "--db", db, ok=False)
+    assert "who is the caller" in out
 
 
 def test_memories_commands_act_as_one_caller(db):

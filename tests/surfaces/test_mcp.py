@@ -84,7 +84,7 @@ def test_stdio_session_as_the_configured_caller(tmp_path, capsys):
     db = tmp_path / "m.db"
     params = StdioServerParameters(
         command=CLI[0],
-        args=[*CLI[1:], "--db", str(db), "--token", "tok-ada-0001"],
+        args=[*CLI[1:], "--db", str(db), "--create", "--token", "tok-ada-0001"],
         env=_env(tmp_path),
     )
 
@@ -121,7 +121,16 @@ def test_stdio_session_as_the_configured_caller(tmp_path, capsys):
 def http_server(tmp_path):
     port = _free_port()
     proc = subprocess.Popen(
-        [*CLI, "--db", str(tmp_path / "m.db"), "--transport", "http", "--port", str(port)],
+        [
+            *CLI,
+            "--db",
+            str(tmp_path / "m.db"),
+            "--create",
+            "--transport",
+            "http",
+            "--port",
+            f"{port}",
+        ],
         env=_env(tmp_path),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -255,7 +264,16 @@ def test_a_bad_call_is_an_error_result_with_its_message_and_one_log_line(tmp_pat
     log = tmp_path / "server.log"
     with log.open("w") as err:
         proc = subprocess.Popen(
-            [*CLI, "--db", str(tmp_path / "m.db"), "--transport", "http", "--port", str(port)],
+            [
+                *CLI,
+                "--db",
+                str(tmp_path / "m.db"),
+                "--create",
+                "--transport",
+                "http",
+                "--port",
+                f"{port}",
+            ],
             env=_env(tmp_path),
             stdout=subprocess.DEVNULL,
             stderr=err,
@@ -314,3 +332,31 @@ def test_a_bad_call_is_an_error_result_with_its_message_and_one_log_line(tmp_pat
         print("--- the server's log for those calls ---\n" + "\n".join(failures))
     TRANSCRIPT.clear()
     assert calls_made
+
+
+async def _calls(caller, *calls: tuple[str, dict]) -> list[tuple[bool, str]]:
+    from langmem_ext import SQLiteStore
+    from langmem_ext.servers.mcp import create_mcp_server
+
+    server = create_mcp_server(SQLiteStore(), caller=caller).server
+    async with Client(server) as client:
+        return [await call(client, name, args, "test") for name, args in calls]
+
+
+def test_each_refusal_names_the_next_step_that_can_work():
+    from langmem_ext.engine import MemoryContext
+
+    reader = MemoryContext(user_id="eve", read_only=True)
+    [(err, out)] = anyio.run(_calls, reader, ("manage_memory", {"content": "Likes tea"}))
+    # Not "unknown tool ... call manage_memory again": the tool exists, the caller may not write.
+    assert err and out.startswith("PERMISSION_DENIED: manage_memory changes memories")
+    assert "do not call it again" in out and "unknown" not in out
+    [(err, out)] = anyio.run(_calls, reader, ("memory_delete_everything", {}))
+    assert err and "there is no tool 'memory_delete_everything'; the tools are memory_get" in out
+    assert out.endswith("call one of those tools instead.")
+    user = MemoryContext("acme", user_id="ada")
+    [(err, out)] = anyio.run(_calls, user, ("memory_stats", {"tenant_id": "globex"}))
+    # One next step: drop the argument (not also "tell the user").
+    assert err and out.startswith("TENANT_FORBIDDEN: ")
+    assert out.endswith("call memory_stats again without the tenant argument.")
+    assert "tell the user" not in out

@@ -344,3 +344,73 @@ def test_the_newest_question_is_never_folded_into_the_summary():
     assert out.running_summary is not None
     assert "last" not in out.running_summary.summarized_message_ids
     assert out.messages[-1].id == "last"
+
+
+_CHECKPOINTED = """
+import logging, sys, warnings
+logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+warnings.simplefilter("always")
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import START, MessagesState, StateGraph
+from langmem_ext import RunningSummary, SummarizationNode
+from langmem_ext.testing.chat import ScriptedExtractionModel
+
+class State(MessagesState):
+    summarized_messages: list
+    context: dict
+
+def words(n, w="x"):
+    return " ".join([w] * n)
+
+turn = int(sys.argv[2])
+msgs = []
+for i in range(2 + 2 * turn):
+    msgs += [HumanMessage(words(10, f"q{i}"), id=f"h{i}"), AIMessage(words(10), id=f"a{i}")]
+node = SummarizationNode(
+    model=ScriptedExtractionModel([AIMessage(f"summary {turn}")]),
+    max_tokens=50, max_summary_tokens=10,
+    token_counter=lambda ms: sum(len(str(m.content).split()) for m in ms),
+)
+graph = StateGraph(State)
+graph.add_node("summarize", node)
+graph.add_edge(START, "summarize")
+cfg = {"configurable": {"thread_id": "t-1"}}
+with SqliteSaver.from_conn_string(sys.argv[1]) as saver:
+    app = graph.compile(checkpointer=saver)
+    if turn > 1:  # the checkpoint of the first process, read back
+        before = app.get_state(cfg).values["context"]["running_summary"]
+        assert isinstance(before, RunningSummary), type(before)
+        assert before.summary == f"summary {turn - 1}", before
+    out = app.invoke({"messages": msgs[len(app.get_state(cfg).values.get("messages", [])):]}, cfg)
+    summary = out["context"]["running_summary"]
+    assert isinstance(summary, RunningSummary) and summary.summary == f"summary {turn}", summary
+    print("resumed" if turn > 1 else "saved", summary.summary)
+"""
+
+
+def test_a_checkpointed_thread_resumes_in_another_process_without_a_warning(tmp_path):
+    # SummarizationNode keeps a RunningSummary in the state: LangGraph's
+    # serializer warned on reading it back ("will be blocked in a future
+    # version"), and its strict mode (the future default) blocked it.
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "thread.py"
+    script.write_text(_CHECKPOINTED)
+    db = str(tmp_path / "checkpoints.db")
+    outs = []
+    for turn, strict in ((1, "false"), (2, "false"), (3, "true")):
+        out = subprocess.run(
+            [sys.executable, str(script), db, str(turn)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "LANGGRAPH_STRICT_MSGPACK": strict},
+        )
+        assert out.returncode == 0, out.stderr
+        assert "unregistered type" not in out.stderr, out.stderr
+        assert "Blocked deserialization" not in out.stderr, out.stderr
+        outs.append(out.stdout.strip())
+    assert outs == ["saved summary 1", "resumed summary 2", "resumed summary 3"]

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from langmem_ext import create_manage_memory_tool, create_search_memory_tool
 from langmem_ext.errors import ConfigurationError, MemoryToolError, MemoryToolNotFoundError
 
-from .conftest import memories, plain, snapshot
+from .conftest import plain, snapshot
 
 U123 = {"configurable": {"user_id": "u-123"}}
 LANGMEM_DESCRIPTION = (
@@ -44,10 +44,73 @@ def test_create_lands_in_identity_namespace(any_store):
     key = created_id(tool.invoke({"content": "prefers dark mode", "action": "create"}, U123))
     uuid.UUID(key)  # a generated UUID
     item = any_store.get(("user", "u-123"), key)
-    assert item.value["kind"] == "note" and item.value["created_by"] == "u-123"
-    assert plain(item.value) == {"content": "prefers dark mode"}
-    rows = [(ns, k, plain(v)) for ns, k, v in memories(any_store)]
-    assert rows == [(("user", "u-123"), key, {"content": "prefers dark mode"})]
+    assert item.value == {"content": "prefers dark mode"}  # LangMem's value, nothing added
+    assert snapshot(any_store) == [(("user", "u-123"), key, {"content": "prefers dark mode"})]
+
+
+# -- what the tools leave in the store -------------------------------------------------
+
+
+def test_the_tools_write_only_what_langmem_writes(any_store):
+    # A LangMem user's store shows only their memories: no audit events, no
+    # archive, no other layer's namespace (LangGraph's InMemoryStore lists a
+    # namespace as soon as anything reads it), values as LangMem writes them.
+    manage = create_manage_memory_tool(("memories",), store=any_store)
+    search = create_search_memory_tool(("memories",), store=any_store)
+    keep = created_id(manage.invoke({"content": "likes tea"}, U123))
+    gone = created_id(manage.invoke({"content": "likes cake"}, U123))
+    manage.invoke({"action": "update", "id": keep, "content": "likes green tea"}, U123)
+    manage.invoke({"action": "delete", "id": gone}, U123)
+    manage.invoke({"action": "delete", "id": str(uuid.uuid4())}, U123)  # unknown: idempotent
+    assert "green tea" in search.invoke({"query": "tea"}, U123)
+    assert any_store.list_namespaces() == [("memories",)]
+    assert [(tuple(i.namespace), i.key, i.value) for i in any_store.search(())] == [
+        (("memories",), keep, {"content": "likes green tea"})
+    ]
+
+
+async def test_the_async_tools_write_only_what_langmem_writes(any_store):
+    manage = create_manage_memory_tool(("memories",), store=any_store)
+    key = created_id(await manage.ainvoke({"content": "likes tea"}, U123))
+    await manage.ainvoke({"action": "update", "id": key, "content": "likes mint tea"}, U123)
+    assert await any_store.alist_namespaces() == [("memories",)]
+    assert [i.value for i in await any_store.asearch(())] == [{"content": "likes mint tea"}]
+
+
+def test_history_is_kept_when_asked_for(any_store):
+    from langmem_ext import MemoryEngine
+    from langmem_ext.engine import EngineConfig
+
+    manage = create_manage_memory_tool(("memories",), store=any_store, history=True)
+    key = created_id(manage.invoke({"content": "likes tea"}, U123))
+    manage.invoke({"action": "update", "id": key, "content": "likes green tea"}, U123)
+    value = any_store.get(("memories",), key).value
+    assert value["kind"] == "note" and value["created_by"] == "u-123"
+    assert ("_meta", "memories", "events") in any_store.list_namespaces()
+    engine = MemoryEngine(any_store, EngineConfig(namespace=("memories",)))
+    assert [e.action for e in engine.history(U123, key)] == ["created", "updated"]
+
+
+def test_a_fact_corrected_by_the_tool_keeps_its_history(store):
+    # Reflection's facts live in the same namespace and keep their lifecycle:
+    # the tool supersedes one (a new id; the old one archived with its events),
+    # while the tool's own notes leave no trace.
+    from langmem_ext import MemoryEngine
+
+    engine = MemoryEngine(store)
+    old = engine.add_fact(U123, "Lives in Berlin", "context", 0.9)
+    manage = create_manage_memory_tool(store=store)
+    out = manage.invoke({"action": "update", "id": old.id, "content": "Lives in Munich"}, U123)
+    new_id = out.removeprefix("updated memory ")
+    assert new_id != old.id
+    assert [f.content for f in engine.get_profile(U123).facts] == ["Lives in Munich"]
+    assert engine.get(U123, old.id).validity == "superseded"
+    assert [e.action for e in engine.history(U123, old.id)] == ["created", "superseded"]
+
+
+def test_history_must_be_a_bool():
+    with pytest.raises(ConfigurationError, match="history must be True or False"):
+        create_manage_memory_tool(history="yes")  # type: ignore[arg-type]
 
 
 def test_org_agent_identity_namespace(store):
@@ -267,7 +330,7 @@ def test_search_is_hybrid_on_sqlite(store):
     tool = create_search_memory_tool(store=store, search_mode="keyword")
     out = json.loads(tool.invoke({"query": "peanuts"}, U123))
     assert [(m["key"], m["score"]) for m in out][:1] == [("m2", 1.0)]
-    assert [m["score"] for m in out[1:]] == [None, None]  # no keyword match: unscored
+    assert len(out) == 1  # keyword mode: matches only (the tool level)
     hybrid = json.loads(create_search_memory_tool(store=store).invoke({"query": "peanuts"}, U123))
     assert hybrid[0]["key"] == "m2" and all(m["score"] is not None for m in hybrid)
 

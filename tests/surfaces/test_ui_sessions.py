@@ -195,7 +195,15 @@ def test_the_command_line_takes_the_limits_in_minutes(tmp_path, monkeypatch):
         raise LangmemError("stop here")  # before serving anything
 
     monkeypatch.setattr(ui, "create_ui_app", record)
-    args = ["ui", "--db", str(tmp_path / "m.db"), "--embed", "none", "--allow-anonymous"]
+    args = [
+        "ui",
+        "--db",
+        str(tmp_path / "m.db"),
+        "--create",
+        "--embed",
+        "none",
+        "--allow-anonymous",
+    ]
     args += ["--user-id", "ada", "--session-idle", "10", "--session-lifetime", "90"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2 and "stop here" in result.output

@@ -50,9 +50,6 @@ DEVIATIONS: dict[str, str] = {
     "*::test_omit_expired_disabled_preserves_expired_rows[*-default]": (
         "an expired item is never returned unless omit_expired=False is set"
     ),
-    "sqlite::*::test_sql_injection_vulnerability[*]": (
-        "a filter key full of SQL is refused with our own message, not 'Invalid filter key'"
-    ),
     "sqlite::test_ttl::test_ttl_override_default": (
         "reads refresh the TTL unless refresh_on_read=False, as TTLConfig documents; "
         "LangGraph's SqliteStore refreshes only with refresh_on_read=True"

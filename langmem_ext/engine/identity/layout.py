@@ -60,6 +60,7 @@ __all__ = [
     "SHARED",
     "SHARED_ID",
     "encode",
+    "is_meta_space",
     "meta_space",
     "session_space",
     "shared_space",
@@ -122,3 +123,16 @@ def meta_space(tenant: str, namespace: Sequence[str], kind: str) -> tuple[str, .
     """The bookkeeping namespace ``kind`` of a layer namespace."""
     root = tenant_root(tenant)
     return (*root, META, encode(tuple(namespace)[len(root) :]), kind)
+
+
+def is_meta_space(namespace: Sequence[str]) -> bool:
+    """Whether ``namespace`` is (or is below) a bookkeeping namespace of any tenant.
+
+    Examples:
+        >>> is_meta_space(meta_space("acme", ("tenant", "acme", "user", "ada"), "events"))
+        True
+        >>> is_meta_space(("user", "ada")), is_meta_space(("_meta", "user/ada", "archive"))
+        (False, True)
+    """
+    ns = tuple(namespace)
+    return ns[:1] == (META,) or (len(ns) > 2 and ns[0] == "tenant" and ns[2] == META)

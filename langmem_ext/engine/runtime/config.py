@@ -72,6 +72,15 @@ class EngineConfig:
         graph_hops: how far recall follows the entities a request names: 0
             (off), 1 (their memories) or 2 (and those of the entities they
             link to; default). See ``docs/entities.md`` for its cost.
+        history: whether changes to notes (free content, what the LangMem-
+            style tools save) leave a trace. True (default): each has an audit
+            event and the value is stamped with its kind and times. False: a
+            note is written as LangMem's tools write it (``{"content": ...}``
+            and the caller's own fields), with no event; calls read only the
+            caller's own layer and consult no archive by id. Facts, episodes
+            and rules keep their lifecycle (events, archive) either way. The
+            LangMem-style tools set it, so a LangMem user's store holds only
+            what its owner wrote, unless they are made with ``history=True``.
     """
 
     namespace: Any = None
@@ -88,6 +97,7 @@ class EngineConfig:
     recall_mode: str | None = None
     meter_provider: Any = None
     graph_hops: int = 2
+    history: bool = True
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,10 @@ from ..identity import layout
 from ..identity.layers import check_layer, layer_id, resolve_layers
 from ..identity.tenancy import MemoryContext
 from ..records.decode import record_from_item
-from ..records.models import MemoryEvent, MemoryRecord, new_id, ts
+from ..records.models import MemoryEvent, MemoryRecord, Note, new_id, ts
 from .config import EngineConfig, StoreCaps
 from .metrics import EngineMetrics
+from .requests import Unrecorded
 
 __all__ = ["INDEX_FIELDS", "Env", "Layer"]
 
@@ -97,6 +98,10 @@ class Env:
         """The layers to read: ``requested`` (each checked) or every readable one,
         in precedence order."""
         pairs = resolve_layers(requested, self.ctx)
+        if requested is None and not self.config.history:
+            # Only the caller's own memories (EngineConfig.history): reading
+            # other layers would touch namespaces its owner never wrote.
+            pairs = [p for p in pairs if p[0] == "user"]
         return [self.layer(name) for name, _ in pairs]
 
     def meta(self, layer: Layer, kind: str) -> tuple[str, ...]:
@@ -114,7 +119,15 @@ class Env:
     def put(self, record: MemoryRecord) -> PutOp:
         """Write ``record`` as a current memory of its layer."""
         ns = self.layer_of(record).ns
-        return PutOp(ns, record.id, record.to_value(), self.index_fields())
+        value = record.to_value()
+        if not self.config.history and isinstance(record, Note):
+            # LangMem's own value: the engine reads kind and times back from
+            # the item when they are absent (records.decode).
+            for key in ("created_at", "updated_at", "created_by"):
+                value.pop(key, None)
+            if value.get("kind") == "note":
+                del value["kind"]
+        return PutOp(ns, record.id, value, self.index_fields())
 
     def retire(self, old: MemoryRecord, new: MemoryRecord) -> list[PutOp]:
         """Move a memory that is no longer current into its layer's archive. A
@@ -146,7 +159,10 @@ class Env:
             changes or {},
             reason,
         )
-        return PutOp(self.meta(self.layer_of(record), "events"), ev.id, ev.to_value(), False)
+        # Without history a note's change leaves no trace (EngineConfig.history);
+        # the lifecycle of facts, episodes and rules keeps its events.
+        put = Unrecorded if not self.config.history and isinstance(record, Note) else PutOp
+        return put(self.meta(self.layer_of(record), "events"), ev.id, ev.to_value(), False)
 
     # -- metrics ---------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, GetOp, PutOp
 from tenacity import (
     AsyncRetrying,
     RetryCallState,
@@ -47,6 +47,7 @@ from tenacity import (
 )
 
 from ...errors import LangmemError, ProviderError, RateLimitedError
+from ..identity.layout import is_meta_space
 
 __all__ = [
     "Batch",
@@ -139,6 +140,10 @@ def run_sync(step: Operation[T], store: BaseStore, config: Any = None) -> T:
         try:
             if isinstance(request, Call):
                 result = request.sync()
+            elif isinstance(request, Batch) and not getattr(config, "history", True):
+                sent, fill = _without_bookkeeping(request)
+                run = functools.partial(_execute_sync, store, sent)
+                result = fill(_retry_sync(run, config) if sent.ops else [])
             else:
                 result = _retry_sync(functools.partial(_execute_sync, store, request), config)
         except Exception as e:
@@ -158,6 +163,10 @@ async def run_async(step: Operation[T], store: BaseStore, config: Any = None) ->
         try:
             if isinstance(request, Call):
                 result = await request.async_()
+            elif isinstance(request, Batch) and not getattr(config, "history", True):
+                sent, fill = _without_bookkeeping(request)
+                run = functools.partial(_execute_async, store, sent)
+                result = fill(await _retry_async(run, config) if sent.ops else [])
             else:
                 run = functools.partial(_execute_async, store, request)
                 result = await _retry_async(run, config)
@@ -182,6 +191,40 @@ def _resume(step: Operation[Any], *, result: Any = None, error: Exception | None
         return step.send(result) if error is None else step.throw(error)
     except StopIteration as stop:
         return _Done(stop.value)
+
+
+class Unrecorded(PutOp):
+    """A write the engine does not keep under ``EngineConfig(history=False)``
+    (a note's audit event): the runner drops it instead of sending it."""
+
+    __slots__ = ()
+
+
+def _without_bookkeeping(request: Batch) -> tuple[Batch, Callable[[list[Any]], list[Any]]]:
+    """``request`` for an engine configured with ``history=False``: without
+    :class:`Unrecorded` writes and without reads by key of the archives (no
+    archive is consulted: on stores that list a namespace once it is read,
+    LangGraph's ``InMemoryStore``, it would appear), and how to fill in their
+    results (None, as for a missing key)."""
+    ops = list(request.ops)
+
+    def dropped(op: Any) -> bool:
+        if isinstance(op, Unrecorded):
+            return True
+        ns = tuple(op.namespace) if isinstance(op, GetOp) else ()
+        return bool(ns) and ns[-1] == "archive" and is_meta_space(ns)
+
+    kept = [i for i, op in enumerate(ops) if not dropped(op)]
+    if len(kept) == len(ops):
+        return request, lambda results: results
+
+    def fill(results: list[Any]) -> list[Any]:
+        out: list[Any] = [None] * len(ops)
+        for i, result in zip(kept, results, strict=True):
+            out[i] = result
+        return out
+
+    return Batch([ops[i] for i in kept], request.parallel), fill
 
 
 def _execute_sync(store: BaseStore, request: Batch | Embed) -> Any:

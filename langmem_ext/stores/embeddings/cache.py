@@ -75,6 +75,20 @@ class CachedEmbeddings(Embeddings):
         self.calls = 0
         self.hits = 0
 
+    # ``store.embeddings == the_embedder_passed_in`` holds, as on LangGraph's
+    # stores (whose ``embeddings`` is the embedder itself): the cache is an
+    # implementation detail, not another embedder.
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, CachedEmbeddings):
+            return other is self or bool(self.inner == other.inner)
+        return other is self.inner or bool(self.inner == other)
+
+    def __hash__(self) -> int:
+        try:
+            return hash(self.inner)
+        except TypeError:  # e.g. a pydantic model: equal to it, but unhashable
+            return id(self)
+
     def _key(self, kind: str, text: str) -> CacheKey:
         return (self.model_id, kind, hashlib.sha256(text.encode("utf-8")).digest())
 

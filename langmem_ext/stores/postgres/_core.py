@@ -31,6 +31,7 @@ from ...errors import ConfigurationError, InvalidValueError, LangmemError, Store
 from .._base import BatchPlan, HybridStore
 from .._filters import normalize_filter
 from .._ops import (
+    KEYWORD_THEN_REST,
     HybridSearchOp,
     PreparedPut,
     SearchMode,
@@ -286,6 +287,8 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
     ) -> Steps:
         if op.limit == 0:
             return []
+        rest = mode == KEYWORD_THEN_REST
+        mode = "keyword" if rest else mode
         prefix = encode_namespace(op.namespace_prefix)
         scope = _sql.scope_clause(prefix)
         if not op.query:
@@ -314,6 +317,7 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
             offset=op.offset,
             dims=self._dims,
             distance=self.distance_type,
+            only_matches=mode == "keyword" and not rest,
         )
         return (yield Exec(sql, params, fetch=True, prepare=False))
 

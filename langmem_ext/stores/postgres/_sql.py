@@ -124,13 +124,17 @@ def search_query(
     dims: int | None,
     context_weight: float = 0.5,
     distance: str = "cosine",
+    only_matches: bool | None = None,
 ) -> tuple[str, list[Any]]:
     """One exact search, ranked entirely in SQL (see ``_hybrid`` for scores).
 
     ``words`` are the query's :func:`tsquery_words`. Ranked items come first
-    by (score desc, id asc); items no ranking covers (unindexed, or no keyword
-    match) follow with a NULL score, most recently updated first. Because the
-    page is cut by ``LIMIT/OFFSET`` after filtering, deep offsets and filtered
+    by (score desc, id asc); in vector and hybrid mode, items no ranking covers
+    (unindexed) follow with a NULL score, most recently updated first; in
+    keyword mode only matches are returned (``only_matches``, by default in
+    keyword mode; False lists the other items after them, as for a query on a
+    store without an embedder when no mode was asked for). Because the page is
+    cut by ``LIMIT/OFFSET`` after filtering, deep offsets and filtered
     pages are exact.
     """
     (ssql, sp), (vsql, vp), (fsql, fp) = scope, vscope, flt
@@ -188,6 +192,11 @@ def search_query(
         score = kw
     else:
         score = "NULL::float8"
+    # In keyword mode a result is a match: items without the words are not
+    # results (other modes list unindexed items after the ranked ones).
+    if only_matches is None:
+        only_matches = mode == "keyword"
+    matches = " AND score IS NOT NULL" if only_matches else ""
     # The page is cut on narrow rows (id, score, updated_at); only its rows are
     # then joined back for their values, so no jsonb is carried through the sort.
     order = (
@@ -196,7 +205,7 @@ def search_query(
     )
     sql = (
         f"WITH {sims}{ranked}, scored AS (SELECT id, updated_at, keep, {score} AS score "
-        "FROM ranked), page AS (SELECT id, score, updated_at FROM scored WHERE keep "
+        f"FROM ranked), page AS (SELECT id, score, updated_at FROM scored WHERE keep{matches} "
         + order.format(s="score", i="id", u="updated_at")
         + f" LIMIT %s OFFSET %s) SELECT {ITEM_COLS}, p.score FROM page p "
         "JOIN lmx_items i ON i.id = p.id " + order.format(s="p.score", i="p.id", u="p.updated_at")

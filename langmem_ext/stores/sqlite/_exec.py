@@ -15,6 +15,7 @@ from langgraph.store.base import GetOp, Item, ListNamespacesOp, SearchItem
 from .._filters import normalize_filter
 from .._hybrid import Ranking
 from .._ops import (
+    KEYWORD_THEN_REST,
     HybridSearchOp,
     PreparedPut,
     decode_namespace,
@@ -117,6 +118,8 @@ def search(
 ) -> tuple[list[SearchItem], list[int]]:
     """One search op. ``mode`` is already resolved; ``qvec`` is set for the
     modes that use vectors. Returns the page and the ids whose TTL to refresh."""
+    rest = mode == KEYWORD_THEN_REST
+    mode = "keyword" if rest else mode
     prefix = encode_namespace(op.namespace_prefix)
     scope, sp = scope_clause(prefix)
     fsql, fp = compile_filter(normalize_filter(op.filter))
@@ -152,16 +155,20 @@ def search(
             kw_raw = np.fromiter((r[1] for r in kw), dtype=np.float64, count=len(kw))
     ranking = Ranking(mode, vec, kw_ids, kw_raw, vector_weight)
     rows, row_scores = _walk(conn, ranking, need, live, lp, fsql, fp)
-    if len(rows) < need:
-        # Items no ranking covers (stored with index=False, or nothing matched
-        # the words) follow the ranked ones, newest first.
-        tail_conds, tail_params = [], []
-        if mode in ("vector", "hybrid"):
-            tail_conds.append("NOT EXISTS (SELECT 1 FROM vectors v WHERE v.item_id = i.id)")
-        if ftsq is not None and mode == "keyword":
-            tail_conds.append("i.id NOT IN (SELECT rowid FROM items_fts WHERE items_fts MATCH ?)")
-            tail_params.append(scoped_fts(ftsq, prefix))
-        tail_sql = " AND ".join(tail_conds) or "1"
+    if len(rows) < need and (mode != "keyword" or rest):
+        # Items the vector ranking cannot cover (stored with index=False)
+        # follow the ranked ones, newest first, as on LangGraph's stores; so do
+        # the items without the words of a query on a store without an
+        # embedder (KEYWORD_THEN_REST). In keyword mode asked for, a result is
+        # a match: items without the words are not results at all.
+        if rest:
+            tail_sql, tail_params = "1", []
+            if ftsq is not None:
+                tail_sql = "i.id NOT IN (SELECT rowid FROM items_fts WHERE items_fts MATCH ?)"
+                tail_params = [scoped_fts(ftsq, prefix)]
+        else:
+            tail_sql = "NOT EXISTS (SELECT 1 FROM vectors v WHERE v.item_id = i.id)"
+            tail_params = []
         tail = conn.execute(
             f"SELECT {_COLS} FROM items i WHERE {scope} AND {live} AND {fsql} AND {tail_sql} "
             "ORDER BY i.updated_at DESC, i.id DESC LIMIT ?",

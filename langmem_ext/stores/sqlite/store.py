@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from langgraph.store.base import (
@@ -36,6 +37,8 @@ from .schema import migrate, register_functions
 
 __all__ = ["SQLiteStore"]
 
+T = TypeVar("T")
+
 
 class SQLiteStore(HybridStore):
     """LangGraph store in one SQLite file, with hybrid (vector + keyword) search.
@@ -48,6 +51,13 @@ class SQLiteStore(HybridStore):
 
     Args:
         path: database file, or ``":memory:"``. Parent directories must exist.
+            Or, as LangGraph's ``SqliteStore(conn)``, an open
+            ``sqlite3.Connection``: the store then works through it (and leaves
+            it open when closed); its journal mode and ``synchronous`` setting
+            stay the connection's. A connection made with Python's default
+            ``check_same_thread=True`` is used only from the thread that made it:
+            async calls then run on the event loop's thread and the TTL sweeper
+            thread is refused; open it with ``check_same_thread=False`` for both.
         index: LangGraph-style index config: ``{"dims", "embed", "fields"}``;
             ``embed`` may be ``"local"`` (offline default), a LangChain
             ``Embeddings``, a function, or ``"provider:model"``. Extra keys:
@@ -72,7 +82,7 @@ class SQLiteStore(HybridStore):
 
     def __init__(
         self,
-        path: str | os.PathLike[str] = ":memory:",
+        path: str | os.PathLike[str] | sqlite3.Connection = ":memory:",
         *,
         index: IndexInput | None = None,
         ttl: TTLConfig | None = None,
@@ -80,7 +90,16 @@ class SQLiteStore(HybridStore):
         synchronous: str = "NORMAL",
         timeout: float = 30.0,
     ) -> None:
-        self.path = os.fspath(path)
+        #: The caller's connection, when the store was given one (never closed here).
+        self._given: sqlite3.Connection | None = None
+        #: Whether that connection may only be used from the thread that made it.
+        self._thread_bound = False
+        if isinstance(path, sqlite3.Connection):
+            self._given = path
+            self._thread_bound = _bound_to_its_thread(path)
+            self.path = _database_file(path)
+        else:
+            self.path = _path_of(path, type(self).__name__)
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._configure_search(index, ttl, search_mode, _CacheBackend(self))
@@ -127,7 +146,7 @@ class SQLiteStore(HybridStore):
 
     async def asetup(self) -> None:
         """Async :meth:`setup`."""
-        await asyncio.to_thread(self.setup)
+        await self._off_loop(self.setup)
 
     def close(self) -> None:
         """Stop the TTL sweeper and close the connection. The store can be reopened
@@ -137,16 +156,16 @@ class SQLiteStore(HybridStore):
 
     def _close_connection(self) -> None:
         with self._lock:
-            if self._conn is not None:
+            if self._conn is not None and self._conn is not self._given:
                 self._conn.close()
-                self._conn = None
+            self._conn = None
             if self._vectors is not None:
                 self._vectors.clear()
             self._segments.clear()
 
     async def aclose(self) -> None:
         """Async :meth:`close`."""
-        await asyncio.to_thread(self.close)
+        await self._off_loop(self.close)
 
     def __enter__(self) -> SQLiteStore:
         self.setup()
@@ -162,11 +181,25 @@ class SQLiteStore(HybridStore):
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The connection the store works through (opened and set up if needed),
+        as LangGraph's ``SqliteStore.conn``.
+
+        Examples:
+            >>> with SQLiteStore() as store:
+            ...     store.conn.execute("SELECT count(*) FROM items").fetchone()[0]
+            0
+        """
+        with self._lock:
+            return self._connect()
+
     def _connect(self) -> sqlite3.Connection:
         if self._conn is not None:
             return self._conn
+        given = self._given
         try:
-            conn = sqlite3.connect(
+            conn = given or sqlite3.connect(
                 self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as e:
@@ -174,22 +207,35 @@ class SQLiteStore(HybridStore):
         try:
             conn.create_function("lmx_json_eq", 3, sql_json_equal, deterministic=True)
             register_functions(conn)
-            if self.path != ":memory:":
-                conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+            # A connection the caller gave keeps the caller's journal mode and
+            # durability: changing the journal mode would commit its open
+            # transaction behind its back.
+            if given is None:
+                if self.path != ":memory:":
+                    conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             conn.execute("PRAGMA foreign_keys = ON")
             migrate(conn)
             self._check_meta(conn)
             # Vectors are not loaded here: the first vector search maps the
             # segment files (see _vectors), so opening costs the same at any size.
         except sqlite3.Error as e:
-            conn.close()
+            if given is None:
+                conn.close()
             raise _translate(e, self.path) from e
         except BaseException:
-            conn.close()
+            if given is None:
+                conn.close()
             raise
         self._conn = conn
         return conn
+
+    async def _off_loop(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on a worker thread, so the event loop never waits on
+        disk; on the calling thread for a connection bound to its thread."""
+        if self._thread_bound:
+            return fn(*args)
+        return await asyncio.to_thread(fn, *args)
 
     def _check_meta(self, conn: sqlite3.Connection) -> None:
         if self._index is None or self._index.dims is None:
@@ -202,9 +248,18 @@ class SQLiteStore(HybridStore):
                 f"is {self._index.dims}; open it with the embedder it was built with"
             )
         if row is None:
-            conn.execute(
-                "INSERT OR IGNORE INTO meta (key, value) VALUES ('dims', ?)", [self._index.dims]
-            )
+            # An explicit transaction: a connection the caller gave may be in
+            # Python's implicit-transaction mode, which would leave one open.
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute(
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('dims', ?)",
+                    [self._index.dims],
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
 
     @contextmanager
     def _txn(self, immediate: bool) -> Iterator[sqlite3.Connection]:
@@ -242,7 +297,7 @@ class SQLiteStore(HybridStore):
         doc_vecs = await emb.aembed_documents_array(plan.doc_texts) if plan.doc_texts else None  # type: ignore[union-attr]
         qs = list(plan.queries)
         vecs = await asyncio.gather(*(emb.aembed_query_array(q) for q in qs)) if qs else []  # type: ignore[union-attr]
-        return await asyncio.to_thread(self._run, plan, doc_vecs, dict(zip(qs, vecs, strict=True)))
+        return await self._off_loop(self._run, plan, doc_vecs, dict(zip(qs, vecs, strict=True)))
 
     def _run(
         self, plan: BatchPlan, doc_vecs: np.ndarray | None, qarrays: dict[str, np.ndarray]
@@ -352,6 +407,25 @@ class SQLiteStore(HybridStore):
 
     # -- TTL ---------------------------------------------------------------------
 
+    def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> concurrent.futures.Future[None]:
+        """Sweep expired items periodically on a daemon thread (see
+        :meth:`HybridStore.start_ttl_sweeper`).
+
+        Raises:
+            ConfigurationError: the store works through a connection bound to
+                the thread that opened it, which the sweeper thread cannot use.
+        """
+        if self._thread_bound:
+            raise ConfigurationError(
+                "the TTL sweeper runs on a thread of its own, and the sqlite3.Connection "
+                "given to this store may only be used by the thread that opened it: open "
+                "it with sqlite3.connect(..., check_same_thread=False), or call "
+                "store.sweep_ttl() yourself"
+            )
+        return super().start_ttl_sweeper(sweep_interval_minutes)
+
     def sweep_ttl(self) -> int:
         """Delete expired items now; returns how many were deleted.
 
@@ -372,7 +446,7 @@ class SQLiteStore(HybridStore):
 
     async def asweep_ttl(self) -> int:
         """Async :meth:`sweep_ttl`."""
-        return await asyncio.to_thread(self.sweep_ttl)
+        return await self._off_loop(self.sweep_ttl)
 
     # -- export/import (see stores.transfer) ------------------------------------
 
@@ -430,6 +504,49 @@ class _CacheBackend:
 
     def put_many(self, entries: dict[tuple[str, str, bytes], np.ndarray]) -> None:
         self._store._cache_put(entries)
+
+
+def _path_of(path: Any, cls: str) -> str:
+    """``path`` as a file name, or a TypeError naming what is accepted."""
+    if isinstance(path, str | os.PathLike):
+        return os.fspath(path)
+    got = f"{type(path).__module__}.{type(path).__qualname__}"
+    hint = ""
+    if type(path).__module__.startswith("aiosqlite"):
+        hint = "; an aiosqlite connection is for AsyncSqliteStore"
+    elif type(path).__name__ == "Connection":
+        hint = "; pass the file's path instead (this store needs no SQLite extension)"
+    raise TypeError(
+        f"{cls} takes a database file path, ':memory:' or an open sqlite3.Connection, "
+        f"got {got}{hint}"
+    )
+
+
+def _database_file(conn: sqlite3.Connection) -> str:
+    """The file behind ``conn`` (``":memory:"`` for an in-memory database)."""
+    try:
+        rows = conn.execute("PRAGMA database_list").fetchall()
+    except sqlite3.ProgrammingError as e:  # closed, or bound to another thread
+        raise TypeError(f"the sqlite3.Connection given cannot be used here: {e}") from e
+    main = next((r[2] for r in rows if r[1] == "main"), "")
+    return main or ":memory:"
+
+
+def _bound_to_its_thread(conn: sqlite3.Connection) -> bool:
+    """Whether ``conn`` was opened with ``check_same_thread=True`` (Python's
+    default): a statement from another thread is then refused."""
+    refused: list[bool] = []
+
+    def probe() -> None:
+        try:
+            conn.execute("SELECT 1").fetchone()
+        except sqlite3.ProgrammingError:
+            refused.append(True)
+
+    thread = threading.Thread(target=probe, name="langmem-ext-sqlite-probe")
+    thread.start()
+    thread.join()
+    return bool(refused)
 
 
 def _translate(e: sqlite3.Error, path: str) -> Exception:
