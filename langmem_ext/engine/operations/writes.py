@@ -23,7 +23,7 @@ from ..records.checks import check_json, shown
 from ..records.models import Episode, Fact, Note, Rule, ts
 from ..runtime.catalogue import Caller, Meta, Spec, operation
 from ..runtime.requests import Batch, Operation
-from .fields import add_fields, check_tags
+from .fields import add_fields, check_expires_at, check_tags
 from .graph import mentions_in
 from .lifecycle import check_sources, check_times, new_fact, write_fact
 from .params import (
@@ -31,6 +31,7 @@ from .params import (
     Confidence,
     Content,
     DerivedFrom,
+    ExpiresAt,
     Importance,
     InvalidAt,
     LayerName,
@@ -78,6 +79,7 @@ def add(
     scope: Scope = "global",
     tags: Tags = None,
     metadata: Metadata = None,
+    expires_at: ExpiresAt = None,
     tenant: Tenant = None,
 ) -> Operation[Note]:
     """Store a note: free content, as the LangMem-style ``manage_memory`` tool saves it.
@@ -91,7 +93,12 @@ def add(
     """
     env = c.env(tenant)
     check_json("metadata", metadata)
-    note = Note(**add_fields(env, content, layer, scope, tags), metadata=dict(metadata or {}))
+    until = check_expires_at(env, expires_at)
+    note = Note(
+        **add_fields(env, content, layer, scope, tags),
+        metadata=dict(metadata or {}),
+        expires_at=until,
+    )
     yield Batch([env.put(note), env.event(note, "created")])
     env.sized([note], +1)
     return note
@@ -115,6 +122,7 @@ def store_fact(
     valid_at: ValidAt = None,
     invalid_at: InvalidAt = None,
     derived_from: DerivedFrom = None,
+    expires_at: ExpiresAt = None,
     provenance: Provenance = None,
     tenant: Tenant = None,
 ) -> Operation[Fact]:
@@ -133,6 +141,7 @@ def store_fact(
         (True, '2026-02-01T00:00:00.000000+00:00')
     """
     env = c.env(tenant)
+    until = check_expires_at(env, expires_at)
     sources = yield from check_sources(env, derived_from)
     fact = new_fact(
         env,
@@ -152,6 +161,7 @@ def store_fact(
         object=object,
         derived_from=sources,
     )
+    fact.expires_at = until
     fact, _ = yield from write_fact(env, fact)
     return fact
 

@@ -338,13 +338,13 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
         rows = yield Exec(
             f"INSERT INTO lmx_items ({tenant_col}prefix, key, value, expires_at, ttl_minutes, tsv) "
             f"SELECT {'d.tenant, ' if tenants else ''}d.prefix, d.key, d.value::jsonb, "
-            "now() + d.ttl * interval '1 minute', d.ttl, "
+            "coalesce(now() + d.ttl * interval '1 minute', to_timestamp(d.exp)), d.ttl, "
             "CASE WHEN d.txt IS NULL AND d.ctx IS NULL THEN NULL ELSE "
             "setweight(to_tsvector(c.cfg, coalesce(d.txt, '')), 'A') || "
             "setweight(to_tsvector(c.cfg, coalesce(d.ctx, '')), 'D') END "
             "FROM unnest(%s::text[], %s::text[], %s::text[], %s::float8[], %s::text[], "
-            f"%s::text[]{', %s::text[]' if tenants else ''}) "
-            f"AS d(prefix, key, value, ttl, txt, ctx{', tenant' if tenants else ''}), "
+            f"%s::text[], %s::float8[]{', %s::text[]' if tenants else ''}) "
+            f"AS d(prefix, key, value, ttl, txt, ctx, exp{', tenant' if tenants else ''}), "
             "(SELECT %s::regconfig AS cfg) AS c "
             # created_at is deliberately not updated: it survives re-puts.
             f"ON CONFLICT ({conflict}) DO UPDATE SET value = excluded.value, "
@@ -358,6 +358,7 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
                 [p.ttl for _, _, p in ups],
                 [p.keyword_text for _, _, p in ups],
                 [p.context_text for _, _, p in ups],
+                [p.expires_at for _, _, p in ups],
                 *([tenants] if tenants else []),
                 self.text_search_config,
             ],
