@@ -28,7 +28,7 @@ from langgraph.store.base import (
 from psycopg.types import TypeInfo
 
 from ...errors import ConfigurationError, InvalidValueError, LangmemError, StoreError
-from .._base import BatchPlan, HybridStore
+from .._base import BatchPlan, HybridStore, PurgeReport
 from .._filters import normalize_filter
 from .._ops import (
     HybridSearchOp,
@@ -39,7 +39,7 @@ from .._ops import (
     namespace_matches,
 )
 from ..embeddings import IndexInput
-from . import _sql
+from . import _purge, _sql
 from ._errors import check_nul, translate
 from ._ivf import CellWriter
 from ._replicas import IDENTITY_SQL, ReplicaReads
@@ -420,6 +420,29 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
         qs = list(plan.queries)
         vecs = await asyncio.gather(*(emb.aembed_query_array(q) for q in qs)) if qs else []
         return doc_vecs, dict(zip(qs, vecs, strict=True))
+
+    # -- erasure -----------------------------------------------------------------
+
+    def _purge_steps(
+        self,
+        prefixes: Sequence[tuple[str, ...]],
+        keys: Sequence[tuple[tuple[str, ...], str]],
+        puts: list[PreparedPut],
+        doc_vecs: np.ndarray | None,
+        dry_run: bool,
+    ) -> Steps:
+        fields = self._index.fields if self._index else None
+        ids, per_ns, n_vec, digests, n_cache = yield from _purge.collect_steps(
+            prefixes, keys, fields, lock=not dry_run
+        )
+        if not dry_run:
+            yield from _purge.delete_steps(ids, digests)
+            if puts:
+                yield from self._put_steps(puts, doc_vecs)
+            forget = getattr(self.embeddings, "forget", None)
+            if forget is not None:
+                forget(digests)
+        return PurgeReport(per_ns, n_vec, n_cache, False)
 
     # -- TTL, cache --------------------------------------------------------------
 

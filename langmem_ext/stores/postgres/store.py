@@ -13,14 +13,15 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from langgraph.store.base import Op, Result, TTLConfig
+from langgraph.store.base import Op, PutOp, Result, TTLConfig
 from psycopg.types import TypeInfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...errors import StoreError
+from .._base import PurgeReport
 from .._ops import SearchMode
 from ..embeddings import IndexInput
-from . import _transfer
+from . import _purge, _transfer
 from ._adapt import adapt, dumper_for
 from ._config import (
     LSN_QUERY,
@@ -416,6 +417,62 @@ class PostgresStore(PostgresCore):
     def sweep_ttl(self) -> int:
         """Delete expired items now (with their vectors); returns how many."""
         return int(self._run(self._sweep_steps(), "the TTL sweep"))
+
+    # -- erasure -----------------------------------------------------------------
+
+    def purge(
+        self,
+        prefixes: Sequence[tuple[str, ...]] = (),
+        keys: Sequence[tuple[tuple[str, ...], str]] = (),
+        *,
+        puts: Sequence[PutOp] = (),
+        dry_run: bool = False,
+        rewrite: bool = True,
+    ) -> PurgeReport:
+        """Erase for good: every item in each namespace of ``prefixes`` and
+        below it and the items ``keys`` names, with their vectors, the
+        embedding-cache entries of their texts and every cached query, then
+        ``puts`` (a record of the erasure), in one transaction; then a vacuum
+        of the touched tables and a rebuild of the keyword and vector indexes
+        (see :mod:`._purge`; an erase run again after a crash finishes it).
+        ``dry_run`` counts without changing anything. ``rewrite=False`` skips
+        the table rewrite (``VACUUM FULL``, which locks each table while it is
+        copied): nothing is locked, but the freed bytes stay in the files
+        until new rows overwrite them.
+
+        Examples:
+            >>> store.put(("user", "ada"), "m1", {"text": "allergic to peanuts"})  # doctest: +SKIP
+            >>> store.purge([("user", "ada")]).namespaces  # doctest: +SKIP
+            {('user', 'ada'): 1}
+        """
+        prepared: list[Any] = []
+        doc_vecs = None
+        if puts:
+            plan = self._plan(list(puts))
+            prepared = list(plan.puts)
+            doc_vecs, _ = self._embed_sync(plan)
+        steps = self._purge_steps(list(prefixes), list(keys), prepared, doc_vecs, dry_run)
+        report: PurgeReport = self._run(steps, "an erase", write=not dry_run)
+        if dry_run:
+            return report
+        self._run(_purge.scrub_steps(rewrite), "an erase's vacuum", autocommit=True)
+        return report._replace(scrubbed=True)
+
+    async def apurge(
+        self,
+        prefixes: Sequence[tuple[str, ...]] = (),
+        keys: Sequence[tuple[tuple[str, ...], str]] = (),
+        *,
+        puts: Sequence[PutOp] = (),
+        dry_run: bool = False,
+        rewrite: bool = True,
+    ) -> PurgeReport:
+        """Async :meth:`purge` (in a worker thread)."""
+        import asyncio
+
+        return await asyncio.to_thread(
+            self.purge, prefixes, keys, puts=puts, dry_run=dry_run, rewrite=rewrite
+        )
 
     # -- tenants -----------------------------------------------------------------
 

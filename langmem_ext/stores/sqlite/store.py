@@ -16,12 +16,13 @@ from langgraph.store.base import (
     GetOp,
     ListNamespacesOp,
     Op,
+    PutOp,
     Result,
     TTLConfig,
 )
 
 from ...errors import ConfigurationError, StoreError
-from .._base import BatchPlan, HybridStore
+from .._base import BatchPlan, HybridStore, PurgeReport
 from .._ops import (
     HybridSearchOp,
     PreparedPut,
@@ -30,7 +31,7 @@ from .._ops import (
 )
 from .._vector_index import VectorIndex
 from ..embeddings import IndexInput
-from . import _exec, _transfer, _vectors
+from . import _exec, _purge, _transfer, _vectors
 from ._sql import sql_json_equal
 from .schema import migrate, register_functions
 
@@ -175,6 +176,9 @@ class SQLiteStore(HybridStore):
             conn.create_function("lmx_json_eq", 3, sql_json_equal, deterministic=True)
             register_functions(conn)
             if self.path != ":memory:":
+                # Only takes effect on a new file: free pages can then be
+                # released (an erase does), without rewriting the whole file.
+                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
                 conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             conn.execute("PRAGMA foreign_keys = ON")
@@ -189,6 +193,9 @@ class SQLiteStore(HybridStore):
             conn.close()
             raise
         self._conn = conn
+        if _purge.pending(conn):
+            # An erase committed but did not finish overwriting (a crash): finish now.
+            self._scrub()
         return conn
 
     def _check_meta(self, conn: sqlite3.Connection) -> None:
@@ -373,6 +380,104 @@ class SQLiteStore(HybridStore):
     async def asweep_ttl(self) -> int:
         """Async :meth:`sweep_ttl`."""
         return await asyncio.to_thread(self.sweep_ttl)
+
+    # -- erasure ---------------------------------------------------------------
+
+    def purge(
+        self,
+        prefixes: Sequence[tuple[str, ...]] = (),
+        keys: Sequence[tuple[tuple[str, ...], str]] = (),
+        *,
+        puts: Sequence[PutOp] = (),
+        dry_run: bool = False,
+    ) -> PurgeReport:
+        """Erase for good: every item in each namespace of ``prefixes`` and
+        below it, and the items ``keys`` names, with their vectors, keyword
+        entries and the embedding-cache entries of their texts (and every
+        cached query), then ``puts`` (a record of the erasure), all in one
+        transaction. The deleted bytes are overwritten in the file, the WAL is
+        truncated and the vector segment files are rewritten (see
+        :mod:`._purge`; after a crash the next open finishes that).
+        ``dry_run`` counts without changing anything.
+
+        Examples:
+            >>> store = SQLiteStore()
+            >>> store.put(("user", "ada"), "m1", {"text": "allergic to peanuts"})
+            >>> store.purge([("user", "ada")])["namespaces"]
+            {('user', 'ada'): 1}
+            >>> store.get(("user", "ada"), "m1") is None
+            True
+        """
+        plan = self._plan(list(puts)) if puts else None
+        doc_vecs = None
+        if plan is not None and plan.doc_texts and self.embeddings is not None:
+            doc_vecs = self.embeddings.embed_documents_array(plan.doc_texts)
+        return self._purge(list(prefixes), list(keys), plan, doc_vecs, dry_run)
+
+    async def apurge(
+        self,
+        prefixes: Sequence[tuple[str, ...]] = (),
+        keys: Sequence[tuple[tuple[str, ...], str]] = (),
+        *,
+        puts: Sequence[PutOp] = (),
+        dry_run: bool = False,
+    ) -> PurgeReport:
+        """Async :meth:`purge`."""
+        return await asyncio.to_thread(self.purge, prefixes, keys, puts=puts, dry_run=dry_run)
+
+    def _purge(
+        self,
+        prefixes: list[tuple[str, ...]],
+        keys: list[tuple[tuple[str, ...], str]],
+        plan: BatchPlan | None,
+        doc_vecs: np.ndarray | None,
+        dry_run: bool,
+    ) -> PurgeReport:
+        fields = self._index.fields if self._index else None
+        with self._lock:
+            conn = self._connect()
+            if dry_run:
+                with self._txn(immediate=False) as c:
+                    ids, per_ns, n_vec, digests = _purge.collect(c, prefixes, keys, fields)
+                    n_cache = _purge.cache_entries(c, digests)
+                return PurgeReport(per_ns, n_vec, n_cache, False)
+            conn.execute("PRAGMA secure_delete = ON")
+            try:
+                with self._txn(immediate=True) as c:
+                    ids, per_ns, n_vec, digests = _purge.collect(c, prefixes, keys, fields)
+                    n_cache = _purge.cache_entries(c, digests)
+                    if ids:
+                        _purge.delete(c, ids, digests)
+                        after = _exec.bump_generation(c)
+                        _vectors.log_changes(c, after, ids)
+                    if plan is not None and plan.puts:
+                        vectors: dict[int, np.ndarray] = {}
+                        pos = 0
+                        for i, p in enumerate(plan.puts):
+                            if p.fields and doc_vecs is not None:
+                                vectors[i] = doc_vecs[pos : pos + len(p.fields)]
+                                pos += len(p.fields)
+                        _exec.apply_puts(c, plan.puts, vectors, iso_now(), time.time())
+                        _exec.bump_generation(c)
+                forget = getattr(self.embeddings, "forget", None)
+                if forget is not None:
+                    forget(digests)
+                scrubbed = self._scrub()
+            finally:
+                conn.execute("PRAGMA secure_delete = OFF")
+        return PurgeReport(per_ns, n_vec, n_cache, scrubbed)
+
+    def _scrub(self) -> bool:
+        conn = self._connect()
+        conn.execute("PRAGMA secure_delete = ON")
+        try:
+            dims = self._index.dims if self._index is not None else None
+            done = _purge.scrub(conn, self._write_txn, self._segdir, self._segments, dims)
+        finally:
+            conn.execute("PRAGMA secure_delete = OFF")
+        if self._vectors is not None:
+            self._vectors.clear()
+        return done
 
     # -- export/import (see stores.transfer) ------------------------------------
 
