@@ -1,0 +1,81 @@
+"""``erase`` on the surfaces: the command needs ``--confirm`` and prints the
+receipt; MCP offers ``memory_erase`` to admins only; the app-level
+``erase_user`` also covers prompt versions and drops a user's pending
+reflections; the browser's sessions of an erased user end."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+from langchain_core.messages import AIMessage, HumanMessage
+from typer.testing import CliRunner
+
+from langmem_ext import SQLiteStore
+from langmem_ext.cli.app import app
+from langmem_ext.engine import MemoryContext, MemoryEngine
+from langmem_ext.langmem import PromptVersions, ReflectionExecutor, erase_user
+from langmem_ext.testing.chat import ScriptedExtractionModel
+
+runner = CliRunner()
+
+
+def test_the_command_refuses_without_confirm_then_prints_the_receipt(tmp_path):
+    db = str(tmp_path / "m.db")
+    ada = ["--user-id", "ada"]
+    out = runner.invoke(app, ["memories", "add", "Allergic to peanuts", *ada, "--db", db,
+                              "--embed", "none"])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    refused = runner.invoke(app, ["memories", "erase", *ada, "--db", db, "--embed", "none"])
+    assert refused.exit_code != 0 and "confirm" in refused.output, refused.output
+    done = runner.invoke(
+        app, ["memories", "erase", *ada, "--confirm", "ada", "--db", db, "--embed", "none"]
+    )
+    assert done.exit_code == 0, done.output
+    receipt = json.loads(done.output[done.output.index("{") :])
+    assert receipt["counts"]["memories"] == 1 and receipt["record"]
+    assert SQLiteStore(db).search(("user", "ada")) == []
+
+
+async def _tools(caller) -> set[str]:
+    from mcp.client import Client
+
+    from langmem_ext.servers.mcp import create_mcp_server
+
+    server = create_mcp_server(SQLiteStore(), caller=caller).server
+    async with Client(server) as client:
+        return {t.name for t in (await client.list_tools()).tools}
+
+
+def test_mcp_offers_erase_to_admins_only():
+    assert "memory_erase" not in anyio.run(_tools, MemoryContext(user_id="ada"))
+    admin = MemoryContext("acme", user_id="ops", is_admin=True)
+    assert "memory_erase" in anyio.run(_tools, admin)
+
+
+def test_erase_user_covers_prompt_versions_and_pending_reflections():
+    store = SQLiteStore()
+    engine, ada = MemoryEngine(store), MemoryContext(user_id="ada")
+    config = {"configurable": {"user_id": "ada", "thread_id": "t1"}}
+    prompts = PromptVersions(store, namespace=("prompts", "{user_id}"))
+    prompts.save("greeting", "Hi Ada, zanzibarquux", config)
+    engine.add(ada, "Allergic to peanuts")
+    model = ScriptedExtractionModel([[("Lives in Berlin", "context", 0.9)]])
+    with ReflectionExecutor(model, engine=engine, delay=600) as executor:
+        pending = executor.submit([HumanMessage("I live in Berlin"), AIMessage("Nice!")], config)
+        assert executor.pending == 1
+        receipt = erase_user(engine, ada, confirm="ada", components=[prompts, executor])
+        assert executor.pending == 0 and pending.cancelled()
+    assert receipt.counts["reflection_jobs"] == 1 and receipt.counts["app"] == 1
+    assert prompts.history("greeting", config) == []
+    assert engine.search(ada, "peanuts") == []
+
+
+def test_browser_sessions_of_an_erased_user_end():
+    from langmem_ext.servers._ui_sessions import Sessions
+
+    sessions = Sessions()
+    ada = sessions.open(MemoryContext("acme", user_id="ada"))
+    bob = sessions.open(MemoryContext("acme", user_id="bob"))
+    assert sessions.close_user("acme", "ada") == 1
+    assert sessions.peek(ada) is None and sessions.peek(bob) is not None
