@@ -234,7 +234,7 @@ def _places(
         layout.user_space(env.tenant, space): "memories",
         (*root, layout.SESSIONS, layout.encode(space)): "sessions",
     }
-    config = {"configurable": {"user_id": subject, "langgraph_user_id": subject}}
+    config: Any = {"configurable": {"user_id": subject, "langgraph_user_id": subject}}
     for template in namespaces or ():
         # As the components fill them (running summaries, prompt versions):
         # from the user's id, without a tenant prefix.

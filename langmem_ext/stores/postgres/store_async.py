@@ -427,7 +427,7 @@ class AsyncPostgresStore(AsyncTTLSweeper, PostgresCore):  # type: ignore[misc]
 
     # -- erasure -----------------------------------------------------------------
 
-    async def purge(  # type: ignore[override]
+    async def purge(
         self,
         prefixes: Sequence[tuple[str, ...]] = (),
         keys: Sequence[tuple[tuple[str, ...], str]] = (),
