@@ -9,7 +9,7 @@ Examples:
 from typing import TYPE_CHECKING
 
 from .._lazy import lazy_exports
-from ._base import HybridStore, PurgeReport, supports_hybrid
+from ._base import HybridStore, PurgeReport, UnembeddedItemsWarning, supports_hybrid
 from ._filters import OPERATORS, normalize_filter
 from ._metrics import StoreMetrics, instrument_stores
 from ._ops import SEARCH_MODES, HybridSearchOp, SearchMode
@@ -36,6 +36,7 @@ __all__ = [
     "SQLiteStore",
     "SearchMode",
     "StoreMetrics",
+    "UnembeddedItemsWarning",
     "VectorIndexConfig",
     "instrument_stores",
     "normalize_filter",

@@ -45,7 +45,14 @@ from .embeddings import IndexInput, resolve_index
 from .rerankers import Reranker, reranker_from
 from .retriever import as_retriever
 
-__all__ = ["BatchPlan", "HybridStore", "PurgeReport", "langgraph_index", "supports_hybrid"]
+__all__ = [
+    "BatchPlan",
+    "HybridStore",
+    "PurgeReport",
+    "UnembeddedItemsWarning",
+    "langgraph_index",
+    "supports_hybrid",
+]
 
 logger = logging.getLogger("langmem_ext.stores")
 
@@ -149,6 +156,11 @@ def _probe_dims(embed: Any) -> int:
             f"learn it ({type(e).__name__}: {e}); pass index['dims'] (its vector length)"
         ) from e
     return len(vec)
+
+
+class UnembeddedItemsWarning(UserWarning):
+    """A store opened with an embedder holds items that were stored without
+    one: vector search cannot find them until ``store.reindex()`` embeds them."""
 
 
 class PurgeReport(NamedTuple):

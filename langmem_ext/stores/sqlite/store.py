@@ -7,7 +7,8 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -22,16 +23,18 @@ from langgraph.store.base import (
 )
 
 from ...errors import ConfigurationError, StoreError
-from .._base import BatchPlan, HybridStore, PurgeReport
+from .._base import BatchPlan, HybridStore, PurgeReport, UnembeddedItemsWarning, langgraph_index
 from .._ops import (
     HybridSearchOp,
     PreparedPut,
     SearchMode,
+    check_count,
     iso_now,
 )
 from .._vector_index import VectorIndex
-from ..embeddings import IndexInput
-from . import _exec, _purge, _transfer, _vectors
+from ..embeddings import IndexInput, resolve_index
+from ..rerankers import reranker_from
+from . import _exec, _purge, _reindex, _transfer, _vectors
 from ._sql import sql_json_equal
 from .schema import migrate, register_functions
 
@@ -91,6 +94,8 @@ class SQLiteStore(HybridStore):
         # Vector segments by file name, mapped once (":memory:" stores keep theirs here).
         self._segments: dict[str, Any] = {}
         self._rebuilt: Any = None
+        # The index being built by reindex(), while it runs.
+        self._next: Any = None
         self.synchronous = synchronous.upper()
         if self.synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise ConfigurationError(
@@ -201,6 +206,18 @@ class SQLiteStore(HybridStore):
     def _check_meta(self, conn: sqlite3.Connection) -> None:
         if self._index is None or self._index.dims is None:
             return
+        if (
+            self.embeddings is not None
+            and conn.execute("SELECT 1 FROM vectors LIMIT 1").fetchone() is None
+            and conn.execute("SELECT 1 FROM items_fts LIMIT 1").fetchone() is not None
+        ):
+            warnings.warn(
+                f"{self.path!r} holds items stored without an embedder: vector and hybrid "
+                "search do not find them until they are embedded. Run store.reindex() (or "
+                f"'langmem-ext store reindex --db {self.path}') once to embed them",
+                UnembeddedItemsWarning,
+                stacklevel=4,
+            )
         row = conn.execute("SELECT value FROM meta WHERE key = 'dims'").fetchone()
         stored = conn.execute("SELECT length(embedding) FROM vectors LIMIT 1").fetchone()
         if stored is not None and stored[0] != 4 * self._index.dims:
@@ -239,7 +256,7 @@ class SQLiteStore(HybridStore):
         emb = self.embeddings
         doc_vecs = emb.embed_documents_array(plan.doc_texts) if plan.doc_texts else None  # type: ignore[union-attr]
         query_vecs = {q: emb.embed_query_array(q) for q in plan.queries}  # type: ignore[union-attr]
-        return self._run(plan, doc_vecs, query_vecs)
+        return self._run(plan, doc_vecs, query_vecs, emb)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async :meth:`batch`: embeddings use the embedder's async methods; the
@@ -249,10 +266,15 @@ class SQLiteStore(HybridStore):
         doc_vecs = await emb.aembed_documents_array(plan.doc_texts) if plan.doc_texts else None  # type: ignore[union-attr]
         qs = list(plan.queries)
         vecs = await asyncio.gather(*(emb.aembed_query_array(q) for q in qs)) if qs else []  # type: ignore[union-attr]
-        return await asyncio.to_thread(self._run, plan, doc_vecs, dict(zip(qs, vecs, strict=True)))
+        queries = dict(zip(qs, vecs, strict=True))
+        return await asyncio.to_thread(self._run, plan, doc_vecs, queries, emb)
 
     def _run(
-        self, plan: BatchPlan, doc_vecs: np.ndarray | None, qarrays: dict[str, np.ndarray]
+        self,
+        plan: BatchPlan,
+        doc_vecs: np.ndarray | None,
+        qarrays: dict[str, np.ndarray],
+        emb: Any = None,
     ) -> list[Result]:
         results: list[Result] = [None] * plan.n
         omit = self.ttl_config is None or self.ttl_config.get("omit_expired", True)
@@ -263,6 +285,9 @@ class SQLiteStore(HybridStore):
                 vectors[i] = doc_vecs[pos : pos + len(p.fields)]
                 pos += len(p.fields)
         with self._lock:
+            if emb is not self.embeddings and self.embeddings is not None and qarrays:
+                # reindex() switched embedders since these queries were embedded.
+                qarrays = {q: self.embeddings.embed_query_array(q) for q in qarrays}
             now = time.time()
             live_now = now if omit else None
             refresh: list[int] = []
@@ -324,9 +349,14 @@ class SQLiteStore(HybridStore):
         return self._txn(immediate=True)
 
     def _write(self, puts: list[PreparedPut], vectors: dict[int, np.ndarray]) -> None:
+        nxt = self._next
+        # A rebuild is running: the new space gets this write too.
+        pre = _reindex.embed_puts(puts, nxt.fields, nxt.embeddings) if nxt is not None else None
         with self._txn(immediate=True) as conn:
             before = _exec.generation(conn)
             cache, dropped = _exec.apply_puts(conn, puts, vectors, iso_now(), time.time())
+            if pre is not None and self._next is not None:
+                _reindex.save_puts(conn, pre)
             after = _exec.bump_generation(conn)
             log_size = _vectors.log_changes(conn, after, [*cache, *dropped])
         self._apply_to_cache(before, after, cache, dropped)
@@ -380,6 +410,121 @@ class SQLiteStore(HybridStore):
     async def asweep_ttl(self) -> int:
         """Async :meth:`sweep_ttl`."""
         return await asyncio.to_thread(self.sweep_ttl)
+
+    # -- changing the embedder --------------------------------------------------
+
+    def reindex(
+        self,
+        index: IndexInput | None = None,
+        *,
+        batch_size: int = 256,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, int]:
+        """Switch the store to the embedder of ``index`` while it serves: new
+        vectors are built beside the old ones in batches, searches use the old
+        ones until one atomic switch, writes made meanwhile (by this store
+        object) are embedded in both, and the old vectors are dropped at the
+        switch. Items, keys and timestamps are untouched. A run that stops
+        (an embedder failure, a crash) leaves the store serving the old
+        vectors; calling it again resumes where it stopped.
+
+        Without ``index``, the store's own embedder embeds what it lacks
+        vectors for: items stored before the store had an embedder.
+        ``progress(done, total)`` is called after each batch. Other processes
+        must reopen the store with the new ``index`` after the switch.
+
+        Returns ``{"embedded", "vectors", "dims"}``.
+
+        Examples:
+            >>> store = SQLiteStore()  # no embedder: keyword search only
+            >>> store.put(("user", "ada"), "m1", {"content": "Allergic to peanuts"})
+            >>> store.reindex({"embed": "local", "fields": ["content"]})["embedded"]
+            1
+            >>> store.search(("user", "ada"), query="food allergy", mode="vector")[0].key
+            'm1'
+        """
+        target_cfg = self.index_config if index is None else index
+        if target_cfg is None:
+            raise ConfigurationError(
+                "reindex needs an index with an embedder, e.g. {'embed': 'local'}: this "
+                "store has none"
+            )
+        _, reranker = reranker_from(target_cfg)
+        resolved, _, _ = langgraph_index(target_cfg)
+        new = resolve_index(resolved, backend=_CacheBackend(self))
+        if new is None or new.embeddings is None or new.dims is None:
+            raise ConfigurationError(
+                f"reindex needs an index with an embedder and its dims, got {target_cfg!r}"
+            )
+        check_count(batch_size, "batch_size")
+        # An embedder that cannot be named (a function, an unnamed object)
+        # matches a stopped run by its dims alone.
+        model = new.embeddings.model_id if new.embeddings.persistent else None
+        target = {"dims": new.dims, "model": model}
+        with self._lock, self._txn(immediate=True) as conn:
+            _reindex.prepare(conn, target)
+            total = _reindex.missing(conn)
+            self._next = new
+        done = embedded = 0
+        try:
+            # Passes until nothing is left: writes of other processes during a
+            # pass are picked up by the next one.
+            for _ in range(100):
+                after = 0
+                while True:
+                    with self._lock, self._txn(immediate=False) as conn:
+                        rows = _reindex.todo(conn, after, max(batch_size, 1))
+                    if not rows:
+                        break
+                    after = rows[-1][0]
+                    batch = _reindex.texts(rows, new.fields)
+                    texts = [t for _, _, fs in batch for _, t in fs]
+                    vecs = new.embeddings.embed_documents_array(texts) if texts else None
+                    with self._lock, self._txn(immediate=True) as conn:
+                        n = _reindex.save(conn, batch, vecs)
+                    embedded += n
+                    done = min(done + n, total)
+                    if progress is not None:
+                        progress(done, total)
+                with self._lock, self._txn(immediate=True) as conn:
+                    if _reindex.missing(conn):
+                        continue
+                    n_vec = _reindex.switch(conn, new.dims)
+                    _exec.bump_generation(conn)
+                    self._adopt(target_cfg, new, reranker)
+                    break
+            else:  # pragma: no cover - writers outpacing the rebuild 100 times
+                raise StoreError("reindex could not catch up with the writes; run it again")
+        finally:
+            self._next = None
+        if progress is not None:
+            progress(total, total)
+        return {"embedded": embedded, "vectors": n_vec, "dims": new.dims}
+
+    async def areindex(
+        self,
+        index: IndexInput | None = None,
+        *,
+        batch_size: int = 256,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, int]:
+        """Async :meth:`reindex` (in a worker thread)."""
+        return await asyncio.to_thread(
+            self.reindex, index, batch_size=batch_size, progress=progress
+        )
+
+    def _adopt(self, index: Any, new: Any, reranker: Any) -> None:
+        """Use the new embedder from the switch on (under the store's lock)."""
+        self.index_config = dict(index) if isinstance(index, dict) else index
+        if isinstance(self.index_config, dict):
+            self.index_config.setdefault("dims", new.dims)
+        self._index = new
+        self.embeddings = new.embeddings
+        self._reranker = reranker or self._reranker
+        self._vectors = VectorIndex(new.dims)
+        self._segments.clear()
+        if self.search_mode == "keyword" and getattr(self, "_keyword_by_default", True):
+            self.search_mode = "hybrid"
 
     # -- erasure ---------------------------------------------------------------
 
