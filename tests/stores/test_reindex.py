@@ -72,7 +72,11 @@ def test_switch_to_another_dimension_count_online(tmp_path):
     reopened.close()
 
 
-class _Failing(WordEmbeddings):
+class _Words(WordEmbeddings):
+    model_id = "words"  # one model, whichever object: a rerun resumes its rebuild
+
+
+class _Failing(_Words):
     def __init__(self, dims: int, fail_after: int) -> None:
         super().__init__(dims)
         self.left = fail_after
@@ -92,7 +96,7 @@ def test_a_failure_mid_way_keeps_the_old_space_and_a_rerun_resumes(tmp_path):
         store.reindex(_index(48, _Failing(48, fail_after=2)), batch_size=50)
     assert store.search(("user", "ada"), query="number3", limit=1)[0].key == "k3"  # old space
     assert store._index.dims == 32
-    out = store.reindex(_index(48), batch_size=50)
+    out = store.reindex(_index(48, _Words(48)), batch_size=50)
     assert out["embedded"] == 100 and out["vectors"] == 200  # resumed: 2 of 4 batches were done
     assert store.search(("user", "ada"), query="number3", limit=1)[0].key == "k3"
     store.close()
