@@ -100,3 +100,90 @@ def test_a_failure_mid_way_keeps_the_old_space_and_a_rerun_resumes(tmp_path):
     assert out["embedded"] == 100 and out["vectors"] == 200  # resumed: 2 of 4 batches were done
     assert store.search(("user", "ada"), query="number3", limit=1)[0].key == "k3"
     store.close()
+
+
+# -- PostgreSQL ----------------------------------------------------------------
+
+
+@pytest.fixture
+def pg_dsn(pg_server):
+    return pg_server.fresh_database()
+
+
+def test_postgres_items_stored_without_an_embedder_are_embedded(pg_dsn):
+    from langmem_ext import PostgresStore
+
+    with PostgresStore(pg_dsn) as store:
+        store.put(("user", "ada"), "m1", {"content": "Allergic to peanuts"})
+    store = PostgresStore(pg_dsn, index=_index(32))
+    with pytest.warns(UnembeddedItemsWarning, match="store.reindex"):
+        store.setup()
+    assert store.reindex() == {"embedded": 1, "vectors": 1, "dims": 32}
+    assert store.search(("user", "ada"), query="peanuts", mode="vector")[0].key == "m1"
+    store.close()
+
+
+@pytest.mark.parametrize("kind", ["exact", "hnsw", "ivf"])
+def test_postgres_switch_online_with_searches_and_a_write_during(pg_dsn, kind):
+    from langmem_ext import PostgresStore
+
+    vi = {"exact": None, "hnsw": {"kind": "hnsw"}, "ivf": {"kind": "ivf", "lists": 4,
+                                                           "train_at": 50}}[kind]  # fmt: skip
+    store = PostgresStore(pg_dsn, index=_index(32), **({"vector_index": vi} if vi else {}))
+    store.batch(
+        [_put(("user", "ada"), f"k{i}", f"note number{i} about topic{i % 7}") for i in range(300)]
+    )
+    before = {i.key: (i.created_at, i.updated_at) for i in store.search(("user",), limit=1000)}
+    stop, errors, searches = threading.Event(), [], [0]
+
+    def search_loop() -> None:
+        while not stop.is_set():
+            try:
+                hits = store.search(("user", "ada"), query="number5 topic5", limit=5)
+                assert hits and hits[0].key == "k5"
+                searches[0] += 1
+            except Exception as e:
+                errors.append(e)
+
+    reader = threading.Thread(target=search_loop)
+    reader.start()
+    wrote: list[int] = []
+
+    def progress(done: int, total: int) -> None:
+        if not wrote:
+            store.put(("user", "ada"), "new", {"content": "written during the rebuild"})
+            wrote.append(1)
+
+    try:
+        out = store.reindex(_index(48), batch_size=64, progress=progress)
+    finally:
+        stop.set()
+        reader.join()
+    assert not errors and searches[0] > 0
+    assert out["dims"] == 48 and out["vectors"] == 301
+    after = {i.key: (i.created_at, i.updated_at) for i in store.search(("user",), limit=1000)}
+    assert {k: after[k] for k in before} == before
+    assert store.search(("user", "ada"), query="rebuild", mode="vector")[0].key == "new"
+    store.put(("user", "ada"), "later", {"content": "stored after the switch"})
+    assert store.search(("user", "ada"), query="after the switch", limit=1)[0].key == "later"
+    store.close()
+
+
+def test_postgres_a_failure_mid_way_keeps_the_old_space_and_a_rerun_resumes(pg_dsn):
+    from langmem_ext import PostgresStore
+
+    store = PostgresStore(pg_dsn, index=_index(32))
+    store.batch([_put(("user", "ada"), f"k{i}", f"note number{i}") for i in range(200)])
+    with pytest.raises(Exception, match="went away"):
+        store.reindex(_index(48, _Failing(48, fail_after=2)), batch_size=50)
+    assert store.search(("user", "ada"), query="number3", limit=1)[0].key == "k3"
+    out = store.reindex(_index(48, _Words(48)), batch_size=50)
+    assert out["embedded"] == 100 and out["vectors"] == 200
+    assert store.search(("user", "ada"), query="number3", limit=1)[0].key == "k3"
+    store.close()
+
+
+def _put(ns, key, text):
+    from langgraph.store.base import PutOp
+
+    return PutOp(ns, key, {"content": text})

@@ -17,11 +17,11 @@ from langgraph.store.base import Op, PutOp, Result, TTLConfig
 from psycopg.types import TypeInfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ...errors import StoreError
+from ...errors import InvalidValueError, StoreError
 from .._base import PurgeReport
 from .._ops import SearchMode
 from ..embeddings import IndexInput
-from . import _purge, _transfer
+from . import _purge, _reindex, _transfer
 from ._adapt import adapt, dumper_for
 from ._config import (
     LSN_QUERY,
@@ -41,6 +41,7 @@ from ._core import (
 )
 from ._deadline import WATCHDOG
 from ._errors import one_line, translate
+from ._schema import hnsw_index_sql
 from ._tenants import PartitionMode
 
 __all__ = ["PoolConfig", "PostgresStore"]
@@ -386,6 +387,9 @@ class PostgresStore(PostgresCore):
             StoreError: the connection dropped or the server failed; nothing of
                 the batch was applied.
         """
+        return self._batch(ops, again=True)
+
+    def _batch(self, ops: Iterable[Op], again: bool) -> list[Result]:
         plan = self._plan(ops)
         vecs = self._embed_sync(plan)
         if self._replica_readable(plan):
@@ -393,7 +397,17 @@ class PostgresStore(PostgresCore):
             if out is not ON_PRIMARY:
                 return out
         self._ensure_tenants(self._write_prefixes(plan))
-        return self._run(self._batch_steps(plan, *vecs), "a batch", self._notes_writes(plan))
+        try:
+            return self._run(self._batch_steps(plan, *vecs), "a batch", self._notes_writes(plan))
+        except InvalidValueError:
+            # Embedded with the old embedder, run just after reindex's switch
+            # committed: once this object uses the new one, run it again.
+            switch = self._switch
+            if not again or not isinstance(ops, Sequence) or switch is None:
+                raise
+            if not switch.wait(60):
+                raise
+            return self._batch(ops, again=False)
 
     def _ensure_tenants(self, prefixes: list[str]) -> None:
         """The partitions a write needs, created before its transaction (see
@@ -417,6 +431,73 @@ class PostgresStore(PostgresCore):
     def sweep_ttl(self) -> int:
         """Delete expired items now (with their vectors); returns how many."""
         return int(self._run(self._sweep_steps(), "the TTL sweep"))
+
+    # -- changing the embedder ----------------------------------------------------
+
+    def reindex(
+        self,
+        index: Any = None,
+        *,
+        batch_size: int = 256,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, int]:
+        """Switch the store to the embedder of ``index`` while it serves (see
+        :meth:`SQLiteStore.reindex <langmem_ext.SQLiteStore.reindex>` and
+        :mod:`._reindex`): new vectors beside the old ones in batches,
+        searches on the old ones until one atomic switch, writes through this
+        store object embedded in both, resumable after a failure. Without
+        ``index``, embeds the items stored before the store had an embedder.
+        Other processes must reopen the store with the new ``index`` after
+        the switch. Returns ``{"embedded", "vectors", "dims"}``.
+
+        Examples:
+            >>> store.reindex({"embed": "local", "fields": ["content"]})  # doctest: +SKIP
+            {'embedded': 1000, 'vectors': 1000, 'dims': 384}
+        """
+        new, target, cfg = self._reindex_target(index, batch_size)
+        self._run(_reindex.prepare_steps(target), "a reindex")
+        total = int(self._run(_reindex.missing_steps(), "a reindex", write=False))
+        self._next = new
+        done = embedded = 0
+        n_vec: int | None = None
+        try:
+            for _ in range(100):
+                after = 0
+                while True:
+                    rows = self._run(
+                        _reindex.todo_steps(after, batch_size), "a reindex", write=False
+                    )
+                    if not rows:
+                        break
+                    after = int(rows[-1][0])
+                    batch = _reindex.texts(rows, new.fields)
+                    texts = [t for *_, fs in batch for _, t in fs]
+                    vecs = new.embeddings.embed_documents_array(texts) if texts else None
+                    n = int(self._run(_reindex.save_steps(batch, vecs), "a reindex"))
+                    embedded += n
+                    done = min(done + n, total)
+                    if progress is not None:
+                        progress(done, total)
+                self._switch = threading.Event()
+                try:
+                    n_vec = self._run(_reindex.switch_steps(new.dims), "a reindex's switch")
+                    if n_vec is not None:
+                        self._adopt(cfg, new)
+                finally:
+                    self._switch.set()
+                if n_vec is not None:
+                    break
+            else:  # pragma: no cover - writers outpacing the rebuild 100 times
+                raise StoreError("reindex could not catch up with the writes; run it again")
+        finally:
+            self._next = None
+        if self.vector_index["kind"] == "hnsw":
+            vi = self.vector_index
+            sql = hnsw_index_sql(new.dims, vi["m"], vi["ef_construction"], self.distance_type)
+            self._run(_reindex.index_steps(sql), "building the vector index", autocommit=True)
+        if progress is not None:
+            progress(total, total)
+        return {"embedded": embedded, "vectors": int(n_vec or 0), "dims": int(new.dims)}
 
     # -- erasure -----------------------------------------------------------------
 

@@ -122,7 +122,7 @@ def save(
     pos = 0
     rows, done = [], []
     for item_id, made, fields in batch:
-        vecs = vectors[pos : pos + len(fields)] if vectors is not None else []
+        vecs: Any = vectors[pos : pos + len(fields)] if vectors is not None else []
         pos += len(fields)
         if current.get(item_id) != made:
             continue  # changed or deleted meanwhile: the next pass takes it again

@@ -213,8 +213,9 @@ class SQLiteStore(HybridStore):
         ):
             warnings.warn(
                 f"{self.path!r} holds items stored without an embedder: vector and hybrid "
-                "search do not find them until they are embedded. Run store.reindex() (or "
-                f"'langmem-ext store reindex --db {self.path}') once to embed them",
+                "search do not find them until they are embedded. Run store.reindex() once to "
+                f"embed them (from a shell: langmem-ext store reindex --db {self.path} --to "
+                "<embedder>)",
                 UnembeddedItemsWarning,
                 stacklevel=4,
             )
