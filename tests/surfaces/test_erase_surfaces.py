@@ -79,3 +79,42 @@ def test_browser_sessions_of_an_erased_user_end():
     bob = sessions.open(MemoryContext("acme", user_id="bob"))
     assert sessions.close_user("acme", "ada") == 1
     assert sessions.peek(ada) is None and sessions.peek(bob) is not None
+
+
+def test_the_browser_lets_an_admin_erase_a_user_and_ends_their_sessions(tmp_path):
+    import re
+
+    from starlette.testclient import TestClient
+
+    from langmem_ext.servers.callers import Callers
+    from langmem_ext.servers.ui import create_ui_app
+
+    callers = Callers(
+        {
+            "tok-ada-0001": {"tenant_id": "acme", "user_id": "ada"},
+            "tok-ops-0001": {"tenant_id": "acme", "user_id": "ops",
+                             "permissions": ["memory:admin"]},
+        }
+    )  # fmt: skip
+    store = SQLiteStore(tmp_path / "ui.db")
+    engine = MemoryEngine(store)
+    engine.add(MemoryContext("acme", user_id="ada"), "Ada's locker code is zanzibarquux")
+    app = create_ui_app(store, callers=callers)
+
+    def sign_in(token: str) -> tuple[TestClient, str]:
+        client = TestClient(app, base_url="http://127.0.0.1:8765")
+        r = client.post("/login", data={"token": token}, follow_redirects=True)
+        return client, re.search(r'name="csrf" value="([^"]+)"', r.text).group(1)
+
+    ada, _ = sign_in("tok-ada-0001")
+    assert "Erase a user" not in ada.get("/").text
+    assert ada.get("/erase").status_code == 403
+    ops, csrf = sign_in("tok-ops-0001")
+    assert "Erase a user" in ops.get("/").text
+    preview = ops.post("/erase", data={"csrf": csrf, "user": "ada"})
+    assert "Type the user id" in preview.text and "memories" in preview.text
+    assert "zanzibarquux" in ada.get("/").text  # a preview changes nothing
+    done = ops.post("/erase", data={"csrf": csrf, "user": "ada", "confirm": "ada"})
+    assert "Erased everything of" in done.text and "browser sessions" in done.text
+    assert "zanzibarquux" not in json.dumps(store.search((), limit=1000), default=str)
+    assert "Sign in" in ada.get("/", follow_redirects=True).text  # her session ended
