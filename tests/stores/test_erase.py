@@ -272,3 +272,53 @@ def test_postgres_purge_killed_midway_is_all_or_nothing(own_pg, where):
     assert sum(report.namespaces.values()) == (left if where == "inside" else 0)
     assert len(store.search(("user", "bob"), limit=1000)) == N
     store.close()
+
+
+_WRITER = """
+import sys
+sys.path[:0] = {paths!r}
+from langmem_ext import SQLiteStore
+from tests.embeddings import WordEmbeddings
+store = SQLiteStore(sys.argv[1], index={{"dims": 64, "embed": WordEmbeddings(64),
+                                        "fields": ["content"]}})
+for i in range(int(sys.argv[2])):
+    store.put(("user", "carol"), f"c{{i}}", {{"content": f"carol writes {{i}}"}})
+print("ok", flush=True)
+"""
+
+
+def test_sqlite_purge_beside_writers_in_threads_and_a_process(tmp_path):
+    """Other users' writes during an erase (a thread on the same store object,
+    a process on the same file) all land; the erased user is all gone."""
+    import threading
+
+    path = tmp_path / "m.db"
+    store = SQLiteStore(path, index=_index())
+    _fill(store)
+    script = _WRITER.format(paths=[str(ROOT), str(ROOT / "dev")])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script), str(path), "150"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+    )
+    written: list[str] = []
+
+    def write() -> None:
+        for i in range(150):
+            store.put(("user", "bob"), f"late{i}", {"content": f"bob late note {i}"})
+            written.append(f"late{i}")
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    report = store.purge([("user", "ada")])
+    writer.join()
+    assert proc.communicate(timeout=120)[0].strip() == b"ok"
+    assert sum(report.namespaces.values()) == N + N // 40
+    assert store.search(("user", "ada"), limit=1000) == []
+    assert len(store.search(("user", "bob"), limit=1000)) == N + len(written) == N + 150
+    assert len(store.search(("user", "carol"), limit=1000)) == 150
+    assert store.search(("user", "carol"), query="carol writes 77", limit=1)[0].key == "c77"
+    store.close()
+    if not report.scrubbed:  # a reader held the WAL: the next open finishes (see _purge)
+        SQLiteStore(path, index=_index()).setup()
+    assert _count(_sqlite_files(path), ADA_WORD) == 0
