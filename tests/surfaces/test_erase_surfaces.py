@@ -6,6 +6,7 @@ reflections; the browser's sessions of an erased user end."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import anyio
 from langchain_core.messages import AIMessage, HumanMessage
@@ -51,6 +52,27 @@ def test_mcp_offers_erase_to_admins_only():
     assert "memory_erase" not in anyio.run(_tools, MemoryContext(user_id="ada"))
     admin = MemoryContext("acme", user_id="ops", is_admin=True)
     assert "memory_erase" in anyio.run(_tools, admin)
+
+
+def test_an_admin_erases_over_mcp_after_a_refusal_without_confirm():
+    from mcp.client import Client
+
+    from langmem_ext.servers.mcp import create_mcp_server
+
+    store = SQLiteStore()
+    MemoryEngine(store).add(MemoryContext("acme", user_id="ada"), "Allergic to peanuts")
+    admin = MemoryContext("acme", user_id="ops", is_admin=True)
+
+    async def session() -> tuple[Any, Any]:
+        async with Client(create_mcp_server(store, caller=admin).server) as client:
+            refused = await client.call_tool("memory_erase", {"user": "ada"})
+            done = await client.call_tool("memory_erase", {"user": "ada", "confirm": "ada"})
+            return refused, done
+
+    refused, done = anyio.run(session)
+    assert refused.is_error and "confirm='ada'" in refused.content[0].text
+    receipt = json.loads(done.content[0].text)
+    assert receipt["counts"]["memories"] == 1 and receipt["subject"] == "ada"
 
 
 def test_erase_user_covers_prompt_versions_and_pending_reflections():
