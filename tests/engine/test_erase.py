@@ -142,3 +142,17 @@ def test_an_admin_erases_a_whole_tenant(eng, store, ada, bob):
     assert receipt.total > 0
     assert [k for k in _words(store).split('"') if k == "acme"] == []
     assert [h.content for h in eng.search(other, "note")] == ["Carol's note"]
+
+
+def test_an_admin_erases_a_user_of_an_app_with_a_namespace_template(store):
+    from langmem_ext.engine import MemoryEngine
+
+    engine = MemoryEngine(store, namespace=("memories", "{user_id}"))
+    ada, bob = MemoryContext("acme", user_id="ada"), MemoryContext("acme", user_id="bob")
+    engine.add(ada, f"Ada's note {SECRET}")
+    engine.add(bob, "Bob's note")
+    assert store.search(("tenant", "acme", "memories", "ada"))
+    admin = MemoryContext("acme", user_id="root", is_admin=True)
+    receipt = engine.erase(admin, "ada", confirm="ada")
+    assert receipt.counts["memories"] == 1 and SECRET not in _words(store)
+    assert [h.content for h in engine.search(bob, "note")] == ["Bob's note"]

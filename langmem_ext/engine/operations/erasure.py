@@ -60,6 +60,7 @@ from pydantic import Field
 from ...errors import InvalidOperationError, MemoryNotFoundError, PermissionDeniedError
 from ..identity import layout
 from ..identity.namespaces import NamespaceTemplate
+from ..identity.tenancy import fill_space
 from ..records.checks import shown
 from ..records.models import new_id
 from ..runtime.catalogue import Caller, Meta, Spec, operation
@@ -228,7 +229,7 @@ def _places(
     if scope == "tenant":
         return [root], {root: "memories"}
     ctx = env.ctx
-    target = ctx if subject == ctx.user_id else _other_user(ctx, subject)
+    target = ctx if subject == ctx.user_id else _other_user(env, subject)
     space = tuple(target.own_space())
     names: dict[tuple[str, ...], str] = {
         layout.user_space(env.tenant, space): "memories",
@@ -242,12 +243,13 @@ def _places(
     return list(names), names
 
 
-def _other_user(ctx: Any, user_id: str) -> Any:
-    # The user's space by the identity rule (or the app's template): the same
-    # place their own calls would use.
-    return dataclasses.replace(
-        ctx, user_id=user_id, actor=None, agent_id=None, session_id=None, space=None
+def _other_user(env: Env, user_id: str) -> Any:
+    """Another user of the caller's tenant, as their own calls would be seen:
+    the space from the engine's namespace template, else the identity rule."""
+    other = dataclasses.replace(
+        env.ctx, user_id=user_id, actor=None, agent_id=None, session_id=None, space=None
     )
+    return fill_space(other, env.config.namespace)
 
 
 Keys = list[tuple[tuple[str, ...], str]]
@@ -265,7 +267,7 @@ def _bookkeeping(
         [ListNamespacesOp((MatchCondition("prefix", meta_root),), None, 100_000, 0)]
     )
     space = tuple(
-        (env.ctx if subject == env.ctx.user_id else _other_user(env.ctx, subject)).own_space()
+        (env.ctx if subject == env.ctx.user_id else _other_user(env, subject)).own_space()
     )
     own = layout.encode(space)
     sessions = layout.encode((layout.SESSIONS, own)) + "/"
