@@ -38,6 +38,8 @@ __all__ = [
     "todo",
 ]
 
+#: ``vectors_next`` has the schema of ``vectors`` (see ``schema``): it takes its
+#: place at the switch.
 TABLES = [
     """CREATE TABLE IF NOT EXISTS vectors_next (
         item_id INTEGER NOT NULL REFERENCES items (id) ON DELETE CASCADE,
@@ -170,13 +172,11 @@ def save_puts(conn: sqlite3.Connection, embedded: Any) -> None:
 
 
 def switch(conn: sqlite3.Connection, dims: int) -> int:
-    """The atomic switch (in the caller's write transaction): the new vectors
-    replace the old ones; returns how many vectors the store now has."""
-    conn.execute("DELETE FROM vectors")
-    conn.execute(
-        "INSERT INTO vectors (item_id, field, embedding) "
-        "SELECT item_id, field, embedding FROM vectors_next"
-    )
+    """The atomic switch (in the caller's write transaction): the new vectors'
+    table becomes ``vectors`` (a rename: no row is copied) and the old one is
+    dropped; returns how many vectors the store now has."""
+    conn.execute("DROP TABLE vectors")
+    conn.execute("ALTER TABLE vectors_next RENAME TO vectors")
     n = int(conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
     drop(conn)
     conn.execute(

@@ -467,26 +467,31 @@ class SQLiteStore(HybridStore):
             total = _reindex.missing(conn)
             self._next = new
         done = embedded = 0
+        # The rebuild reads and writes on a connection of its own, so this
+        # store object's searches never wait for it (WAL: readers go on
+        # beside a writer); only the switch takes the store's lock.
+        side = self._side_connection()
         try:
             # Passes until nothing is left: writes of other processes during a
             # pass are picked up by the next one.
             for _ in range(100):
                 after = 0
                 while True:
-                    with self._lock, self._txn(immediate=False) as conn:
-                        rows = _reindex.todo(conn, after, max(batch_size, 1))
+                    rows = _reindex.todo(side, after, max(batch_size, 1))
                     if not rows:
                         break
                     after = rows[-1][0]
                     batch = _reindex.texts(rows, new.fields)
                     texts = [t for _, _, fs in batch for _, t in fs]
                     vecs = new.embeddings.embed_documents_array(texts) if texts else None
-                    with self._lock, self._txn(immediate=True) as conn:
-                        n = _reindex.save(conn, batch, vecs)
+                    with _side_txn(side, self.path):
+                        n = _reindex.save(side, batch, vecs)
                     embedded += n
                     done = min(done + n, total)
                     if progress is not None:
                         progress(done, total)
+                if _reindex.missing(side):
+                    continue
                 with self._lock, self._txn(immediate=True) as conn:
                     if _reindex.missing(conn):
                         continue
@@ -498,9 +503,22 @@ class SQLiteStore(HybridStore):
                 raise StoreError("reindex could not catch up with the writes; run it again")
         finally:
             self._next = None
+            side.close()
         if progress is not None:
             progress(total, total)
         return {"embedded": embedded, "vectors": n_vec, "dims": new.dims}
+
+    def _side_connection(self) -> sqlite3.Connection:
+        """Another connection to the file (a ``:memory:`` store has only its own)."""
+        if self.path == ":memory:" or self.path.startswith("file:"):
+            return _Shared(self)  # type: ignore[return-value]
+        conn = sqlite3.connect(
+            self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+        )
+        register_functions(conn)
+        conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        return conn
 
     async def areindex(
         self,
@@ -668,6 +686,46 @@ class SQLiteStore(HybridStore):
                 "VALUES (?, ?, ?, ?)",
                 rows,
             )
+
+
+class _Shared:
+    """The store's own connection, used under its lock (an in-memory store has
+    no other connection to its data)."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
+
+    def execute(self, *args: Any) -> Any:
+        with self._store._lock:
+            return self._store._connect().execute(*args)
+
+    def executemany(self, *args: Any) -> Any:
+        with self._store._lock:
+            return self._store._connect().executemany(*args)
+
+    def close(self) -> None:
+        pass
+
+
+@contextmanager
+def _side_txn(conn: Any, path: str) -> Iterator[Any]:
+    if isinstance(conn, _Shared):
+        with conn._store._lock, conn._store._txn(immediate=True) as c:
+            yield c
+        return
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.Error as e:
+        raise _translate(e, path) from e
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException as e:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        if isinstance(e, sqlite3.Error):
+            raise _translate(e, path) from e
+        raise
 
 
 class _CacheBackend:
