@@ -93,6 +93,23 @@ def test_erase_user_covers_prompt_versions_and_pending_reflections():
     assert engine.search(ada, "peanuts") == []
 
 
+def test_erase_user_covers_running_summaries():
+    from langmem_ext.engine import run_sync
+    from langmem_ext.langmem.running_summaries import RunningSummary, SummaryPlace
+
+    store = SQLiteStore()
+    engine, ada = MemoryEngine(store), MemoryContext(user_id="ada")
+    place = SummaryPlace(("summaries", "{user_id}"), store)
+    for user in ("ada", "bob"):
+        config = {"configurable": {"user_id": user, "thread_id": "t1"}}
+        run_sync(place.save(RunningSummary(f"{user} said zanzibarquux"), config), store)
+    engine.add(ada, "Allergic to peanuts")
+    receipt = erase_user(engine, ada, confirm="ada", components=[place])
+    assert receipt.counts["app"] == 1
+    assert store.get(("summaries", "ada"), "t1") is None
+    assert store.get(("summaries", "bob"), "t1") is not None
+
+
 def test_browser_sessions_of_an_erased_user_end():
     from langmem_ext.servers._ui_sessions import Sessions
 
