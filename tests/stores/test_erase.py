@@ -322,3 +322,23 @@ def test_sqlite_purge_beside_writers_in_threads_and_a_process(tmp_path):
     if not report.scrubbed:  # a reader held the WAL: the next open finishes (see _purge)
         SQLiteStore(path, index=_index()).setup()
     assert _count(_sqlite_files(path), ADA_WORD) == 0
+
+
+def test_postgres_purge_on_a_store_partitioned_by_tenant(pg_server):
+    from langmem_ext import PostgresStore
+
+    store = PostgresStore(
+        pg_server.fresh_schema(),
+        index=_index(),
+        partition_by_tenant=True,
+        tenant_key=("{tenant}",),
+    )
+    store.put(("acme", "ada"), "a1", {"content": f"ada {ADA_WORD.decode()}"})
+    store.put(("acme", "bob"), "b1", {"content": "bob note"})
+    store.put(("globex", "ada"), "g1", {"content": "globex ada note"})
+    report = store.purge([("acme", "ada")])
+    assert report.namespaces == {("acme", "ada"): 1} and report.scrubbed
+    assert store.get(("acme", "ada"), "a1") is None
+    assert store.get(("acme", "bob"), "b1") is not None
+    assert store.search(("globex",), query="ada note", limit=1)[0].key == "g1"
+    store.close()
