@@ -487,6 +487,7 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
             self.index_config.setdefault("dims", new.dims)
         self._index = new
         self.embeddings = new.embeddings
+        # The new space's cells are loaded right after the switch (reindex).
         self.cells, self._waiting, self._train_check_at = None, False, 0
         if self.search_mode == "keyword":
             self.search_mode = "hybrid"

@@ -9,10 +9,12 @@ stopped run resumes; an item changed since is embedded again). Searches use
 rebuild are embedded in both spaces; other writers' items are caught up by
 the next pass, and the switch re-checks under a lock that holds writers
 (``SHARE ROW EXCLUSIVE`` on the items; searches go on) and embeds any last
-ones itself. At the switch the old vectors are deleted, the new ones copied
-in, the inverted-file cells (trained on the old space) dropped so that they
-are trained again, an HNSW index of the old dimension count dropped (and
-built again for the new one after the switch), and ``lmx_meta.dims`` set.
+ones itself. With the inverted-file index, the new space's cells are trained
+on the new vectors before the switch and every new vector placed in its cell.
+At the switch the old vectors are deleted, the new ones copied in with their
+cells, the old cells replaced by the new, an HNSW index of the old dimension
+count dropped (and built again for the new one after the switch), and
+``lmx_meta.dims`` set.
 """
 
 from __future__ import annotations
@@ -24,9 +26,25 @@ from typing import Any
 import numpy as np
 
 from .._ops import encode_namespace, texts_to_embed
+from ._ivf import (
+    ASSIGN_CHUNK,
+    MAX_SAMPLE,
+    SAMPLE_PER_CELL,
+    CellIndex,
+    _vectors,
+    assign_cells,
+    kmeans,
+)
 from ._steps import Copy, Exec, Steps
 
-__all__ = ["missing_steps", "prepare_steps", "save_steps", "switch_steps", "todo_steps"]
+__all__ = [
+    "missing_steps",
+    "prepare_steps",
+    "save_steps",
+    "switch_steps",
+    "todo_steps",
+    "train_steps",
+]
 
 _TABLES = [
     """CREATE TABLE IF NOT EXISTS lmx_vectors_next (
@@ -34,11 +52,18 @@ _TABLES = [
         field text NOT NULL,
         prefix text COLLATE "C" NOT NULL,
         embedding vector NOT NULL,
+        cell integer NOT NULL DEFAULT -1,   -- in the new space's cells (inverted file)
         PRIMARY KEY (item_id, field)
     )""",
     """CREATE TABLE IF NOT EXISTS lmx_reindex_done (
         item_id bigint PRIMARY KEY,
         made timestamptz NOT NULL
+    )""",
+    # The new space's inverted-file cells, trained before the switch.
+    """CREATE TABLE IF NOT EXISTS lmx_cells_next (
+        cid integer PRIMARY KEY,
+        centroid vector NOT NULL,
+        share real NOT NULL
     )""",
 ]
 
@@ -54,7 +79,7 @@ def prepare_steps(target: dict[str, Any]) -> Steps:
         yield Exec(sql)
     rows = yield Exec("SELECT value FROM lmx_meta WHERE key = 'reindex'", fetch=True)
     if rows and json.loads(rows[0][0]) != target:
-        yield Exec("TRUNCATE lmx_vectors_next, lmx_reindex_done")
+        yield Exec("TRUNCATE lmx_vectors_next, lmx_reindex_done, lmx_cells_next")
     yield Exec(
         "INSERT INTO lmx_meta (key, value) VALUES ('reindex', %s) "
         "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -144,6 +169,50 @@ def put_batch_steps(puts: Sequence[Any], fields: Sequence[tuple[str, Any]]) -> S
     return texts(rows, fields)
 
 
+def train_steps(lists: int, dims: int) -> Steps:
+    """Train the new space's cells on a sample of the new vectors and give
+    every new vector its cell (in chunks), before the switch, so the inverted
+    file answers at once after it. Returns how many vectors were placed."""
+    rows = yield Exec(
+        "SELECT item_id, field, vector_send(embedding) FROM lmx_vectors_next "
+        "ORDER BY random() LIMIT %s",
+        [MAX_SAMPLE],
+        fetch=True,
+    )
+    if not rows:
+        return 0
+    rows.sort(key=lambda r: (r[0], r[1]))
+    vecs = _vectors(r[2] for r in rows)
+    size = min(len(vecs), SAMPLE_PER_CELL * lists)
+    cent, shares = kmeans(vecs[:size], lists)
+    yield Exec("TRUNCATE lmx_cells_next")
+    yield Exec(
+        "INSERT INTO lmx_cells_next (cid, centroid, share) "
+        f"SELECT n - 1, c::vector({int(dims)}), s FROM unnest(%s::text[], %s::real[]) "
+        "WITH ORDINALITY AS d(c, s, n)",
+        [["[" + ",".join(map(repr, c.tolist())) + "]" for c in cent], shares.tolist()],
+    )
+    cells = CellIndex(cent, shares, "next")
+    placed = 0
+    while True:
+        chunk = yield Exec(
+            "SELECT item_id, field, vector_send(embedding) FROM lmx_vectors_next "
+            "WHERE cell = -1 LIMIT %s",
+            [ASSIGN_CHUNK],
+            fetch=True,
+        )
+        if not chunk:
+            return placed
+        assigned = assign_cells(cells, _vectors(r[2] for r in chunk))
+        yield Exec(
+            "UPDATE lmx_vectors_next v SET cell = d.cell "
+            "FROM unnest(%s::bigint[], %s::text[], %s::int[]) AS d(item_id, field, cell) "
+            "WHERE v.item_id = d.item_id AND v.field = d.field",
+            [[r[0] for r in chunk], [r[1] for r in chunk], assigned],
+        )
+        placed += len(chunk)
+
+
 def switch_steps(dims: int) -> Steps:
     """The atomic switch (one transaction); returns the vectors now stored,
     or None when items are still missing (the caller embeds them and retries)."""
@@ -167,24 +236,31 @@ def switch_steps(dims: int) -> Steps:
     if tenant[0][0]:
         yield Exec(
             "INSERT INTO lmx_vectors (item_id, field, prefix, embedding, cell, tenant) "
-            "SELECT n.item_id, n.field, n.prefix, n.embedding, -1, i.tenant "
+            "SELECT n.item_id, n.field, n.prefix, n.embedding, n.cell, i.tenant "
             "FROM lmx_vectors_next n JOIN lmx_items i ON i.id = n.item_id"
         )
     else:
         yield Exec(
             "INSERT INTO lmx_vectors (item_id, field, prefix, embedding, cell) "
-            "SELECT n.item_id, n.field, n.prefix, n.embedding, -1 "
+            "SELECT n.item_id, n.field, n.prefix, n.embedding, n.cell "
             "FROM lmx_vectors_next n JOIN lmx_items i ON i.id = n.item_id"
         )
     n = yield Exec("SELECT count(*) FROM lmx_vectors", fetch=True)
+    # The new space's cells (trained before the switch), or none: then the
+    # first writes past train_at train them, as on a new store.
     yield Exec("DELETE FROM lmx_cells")
+    yield Exec("INSERT INTO lmx_cells (cid, centroid, share) SELECT * FROM lmx_cells_next")
     yield Exec("DELETE FROM lmx_meta WHERE key IN ('ivf_version', 'reindex')")
+    yield Exec(
+        "INSERT INTO lmx_meta (key, value) SELECT 'ivf_version', txid_current()::text "
+        "WHERE EXISTS (SELECT 1 FROM lmx_cells)"
+    )
     yield Exec(
         "INSERT INTO lmx_meta (key, value) VALUES ('dims', %s) "
         "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         [str(dims)],
     )
-    yield Exec("DROP TABLE lmx_vectors_next, lmx_reindex_done")
+    yield Exec("DROP TABLE lmx_vectors_next, lmx_reindex_done, lmx_cells_next")
     return int(n[0][0])
 
 

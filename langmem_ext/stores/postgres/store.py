@@ -41,6 +41,7 @@ from ._core import (
 )
 from ._deadline import WATCHDOG
 from ._errors import one_line, translate
+from ._ivf import load_steps
 from ._schema import hnsw_index_sql
 from ._tenants import PartitionMode
 
@@ -478,6 +479,9 @@ class PostgresStore(PostgresCore):
                     done = min(done + n, total)
                     if progress is not None:
                         progress(done, total)
+                if self.vector_index["kind"] == "ivf":
+                    lists = self.vector_index["lists"]
+                    self._run(_reindex.train_steps(lists, new.dims), "a reindex's cells")
                 self._switch = threading.Event()
                 try:
                     n_vec = self._run(_reindex.switch_steps(new.dims), "a reindex's switch")
@@ -491,6 +495,9 @@ class PostgresStore(PostgresCore):
                 raise StoreError("reindex could not catch up with the writes; run it again")
         finally:
             self._next = None
+        if self.vector_index["kind"] == "ivf":
+            cells = self._run(load_steps(), "loading the vector index's cells", write=False)
+            self.cells, self._waiting = cells, cells is not None
         if self.vector_index["kind"] == "hnsw":
             vi = self.vector_index
             sql = hnsw_index_sql(new.dims, vi["m"], vi["ef_construction"], self.distance_type)
