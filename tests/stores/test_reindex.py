@@ -187,3 +187,36 @@ def _put(ns, key, text):
     from langgraph.store.base import PutOp
 
     return PutOp(ns, key, {"content": text})
+
+
+def test_an_erase_during_a_rebuild_removes_the_new_space_vectors_too(tmp_path, pg_dsn):
+    """Items erased while a reindex is half done: their new-space vectors
+    (beside the old ones) go with them, and the resumed rebuild finishes."""
+    from langmem_ext import PostgresStore
+
+    sqlite = SQLiteStore(tmp_path / "m.db", index=_index(32))
+    pg = PostgresStore(pg_dsn, index=_index(32))
+    for store in (sqlite, pg):
+        store.batch(
+            [_put(("user", who), f"{who}{i}", f"{who} note {i}") for who in ("ada", "bob")
+             for i in range(100)]
+        )  # fmt: skip
+        with pytest.raises(Exception, match="went away"):
+            store.reindex(_index(48, _Failing(48, fail_after=2)), batch_size=50)
+        store.purge([("user", "ada")])
+        assert _orphans(store, pg_dsn) == 0  # no new-space vector of an erased item left
+        out = store.reindex(_index(48, _Words(48)), batch_size=50)
+        assert out["vectors"] == 100  # Bob's only
+        assert store.search(("user", "ada"), limit=10) == []
+        assert store.search(("user", "bob"), query="bob note 7", limit=1)[0].key == "bob7"
+        store.close()
+
+
+def _orphans(store, dsn) -> int:
+    sql = "SELECT count(*) FROM {} n WHERE NOT EXISTS (SELECT 1 FROM {} i WHERE i.id = n.item_id)"
+    if isinstance(store, SQLiteStore):
+        return store._connect().execute(sql.format("vectors_next", "items")).fetchone()[0]
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(sql.format("lmx_vectors_next", "lmx_items")).fetchone()[0]

@@ -97,6 +97,11 @@ def collect_steps(
 def delete_steps(ids: list[int], digests: set[bytes]) -> Steps:
     if ids:
         yield Exec("DELETE FROM lmx_items WHERE id = ANY(%s::bigint[])", [ids])
+        # A rebuild in progress (reindex) holds new-space vectors of its own.
+        rebuilding = yield Exec("SELECT to_regclass('lmx_vectors_next') IS NOT NULL", fetch=True)
+        if rebuilding[0][0]:
+            yield Exec("DELETE FROM lmx_vectors_next WHERE item_id = ANY(%s::bigint[])", [ids])
+            yield Exec("DELETE FROM lmx_reindex_done WHERE item_id = ANY(%s::bigint[])", [ids])
     yield Exec(
         "DELETE FROM lmx_embedding_cache WHERE kind = 'query' "
         "OR (kind = 'doc' AND hash = ANY(%s::bytea[]))",
@@ -131,10 +136,14 @@ def scrub_steps(rewrite: bool = True) -> Steps:
     file until new rows overwrite them; the keyword and vector indexes are
     still rebuilt (``REINDEX CONCURRENTLY``), since they keep the keys of
     deleted rows."""
+    tables = "lmx_items, lmx_vectors, lmx_embedding_cache"
+    rebuilding = yield Exec("SELECT to_regclass('lmx_vectors_next') IS NOT NULL", fetch=True)
+    if rebuilding[0][0]:
+        tables += ", lmx_vectors_next"
     if rewrite:
-        yield Exec("VACUUM (FULL) lmx_items, lmx_vectors, lmx_embedding_cache")
+        yield Exec(f"VACUUM (FULL) {tables}")
     else:
-        yield Exec("VACUUM (INDEX_CLEANUP ON) lmx_items, lmx_vectors, lmx_embedding_cache")
+        yield Exec(f"VACUUM (INDEX_CLEANUP ON) {tables}")
         rows = yield Exec(
             "SELECT format('%I.%I', n.nspname, c.relname) FROM pg_index x "
             "JOIN pg_class c ON c.oid = x.indexrelid "
