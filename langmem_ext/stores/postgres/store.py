@@ -495,6 +495,9 @@ class PostgresStore(PostgresCore):
                 raise StoreError("reindex could not catch up with the writes; run it again")
         finally:
             self._next = None
+        # The planner's statistics still describe the old vectors (the vector
+        # search sizes its probes by them): refreshed now, not at autovacuum's pace.
+        self._run(_reindex.index_steps("ANALYZE lmx_vectors"), "a reindex", autocommit=True)
         if self.vector_index["kind"] == "ivf":
             cells = self._run(load_steps(), "loading the vector index's cells", write=False)
             self.cells, self._waiting = cells, cells is not None
