@@ -196,3 +196,43 @@ def delete(
     if not _call(db, embed, delete_one):
         raise fail(LookupError(f"no item {key!r} in {namespace!r}; nothing was deleted"))
     typer.echo(f"deleted {where}")
+
+
+@app.command()
+def reindex(
+    db: Db = "memories.db",
+    to: Annotated[
+        str, typer.Option(help="The embedder to switch to: local or provider:model.")
+    ] = "local",
+    embed: Annotated[
+        str, typer.Option(help="The embedder the store uses now (none: it has none yet).")
+    ] = "none",
+    batch_size: Annotated[int, typer.Option(min=1, help="Items embedded per batch.")] = 256,
+) -> None:
+    """Embed every item with another embedder while the store serves (the
+    old vectors answer searches until the switch), or embed items stored
+    before the store had an embedder. Stopped, it resumes when run again.
+
+    Example: langmem-ext store reindex --db memories.db --to openai:text-embedding-3-small
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    index = {"embed": to, "fields": ["content"]}
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+    ) as bar:
+        task = bar.add_task("embedding", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        out = _call(db, embed, lambda store: store.reindex(index, batch_size=batch_size,
+                                                           progress=progress))  # fmt: skip
+    typer.echo(
+        f"switched to {to}: {out['embedded']} items embedded, {out['vectors']} vectors of "
+        f"{out['dims']} dimensions"
+    )

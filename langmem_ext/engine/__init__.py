@@ -36,6 +36,7 @@ from .identity.namespaces import (
 )
 from .identity.tenancy import ADMIN_PERMISSION, ELEVATE_PERMISSION, MemoryContext, read_only
 from .operations import OPERATIONS
+from .operations.erasure import ErasureReceipt
 from .operations.fields import add_fields, check_filter
 from .operations.knowledge import About
 from .operations.lifecycle import delete_ops, plan_revision, records_of, resolve_slot
@@ -137,6 +138,7 @@ __all__ = [  # noqa: RUF022 -- grouped by what they are for, as the docs list th
     # -- operations: the catalogue, declaring one, running one --------------------------
     "OPERATIONS",
     "Batch",
+    "ErasureReceipt",
     "Call",
     "Caller",
     "Embed",

@@ -12,6 +12,7 @@ from pydantic.fields import Field
 
 from .identity.tenancy import MemoryContext
 from .operations.changes import Id, Kind, Reason
+from .operations.erasure import AppNamespaces, Confirm, DryRun, EraseScope, ErasureReceipt, UserId
 from .operations.knowledge import About, EntityKind, EntityRef
 from .operations.listing import Cursor
 from .operations.profile import MaxFacts, Profile, Section, Sure, Threshold
@@ -40,6 +41,7 @@ from .operations.writes import (
     Confidence,
     Content,
     DerivedFrom,
+    ExpiresAt,
     Importance,
     InvalidAt,
     LayerName,
@@ -77,6 +79,7 @@ class MemoryEngine(EngineBase):
         scope: Scope = ...,
         tags: Tags = ...,
         metadata: Metadata = ...,
+        expires_at: ExpiresAt = ...,
         tenant: Tenant = ...,
     ) -> Note:
         """Store a note: free content, as the LangMem-style ``manage_memory`` tool saves it."""
@@ -90,6 +93,7 @@ class MemoryEngine(EngineBase):
         scope: Scope = ...,
         tags: Tags = ...,
         metadata: Metadata = ...,
+        expires_at: ExpiresAt = ...,
         tenant: Tenant = ...,
     ) -> Note:
         """Async :meth:`add`."""
@@ -112,6 +116,7 @@ class MemoryEngine(EngineBase):
         valid_at: ValidAt = ...,
         invalid_at: InvalidAt = ...,
         derived_from: DerivedFrom = ...,
+        expires_at: ExpiresAt = ...,
         provenance: Provenance = ...,
         tenant: Tenant = ...,
     ) -> Fact:
@@ -137,6 +142,7 @@ class MemoryEngine(EngineBase):
         valid_at: ValidAt = ...,
         invalid_at: InvalidAt = ...,
         derived_from: DerivedFrom = ...,
+        expires_at: ExpiresAt = ...,
         provenance: Provenance = ...,
         tenant: Tenant = ...,
     ) -> Fact:
@@ -306,8 +312,8 @@ class MemoryEngine(EngineBase):
     ) -> builtins.list[str]:
         """Async :meth:`bulk_delete`."""
     def sweep(self, ctx: Ctx, /, *, tenant: Tenant = ...) -> builtins.dict[str, int]:
-        """Retire your episodes past their expiry and facts whose confidence faded away (they
-        already left recall); returns how many of each."""
+        """Retire your episodes, facts and notes past their expiry and facts whose confidence
+        faded away (they already left recall); returns how many of each."""
     async def asweep(self, ctx: Ctx, /, *, tenant: Tenant = ...) -> builtins.dict[str, int]:
         """Async :meth:`sweep`."""
     def get(
@@ -832,6 +838,35 @@ class MemoryEngine(EngineBase):
         tenant: Tenant = ...,
     ) -> Entity:
         """Async :meth:`split_entity`."""
+    def erase(
+        self,
+        ctx: Ctx,
+        /,
+        user: UserId = ...,
+        *,
+        scope: EraseScope = ...,
+        confirm: Confirm = ...,
+        dry_run: DryRun = ...,
+        namespaces: AppNamespaces = ...,
+        tenant: Tenant = ...,
+    ) -> ErasureReceipt:
+        """Erase everything of a user (or, for admins, of a tenant) for good: memories in every
+        layer, sessions, archive, audit events, profile, reflection state, vectors and
+        cached embeddings. Returns a receipt with counts per place; one content-free erasure
+        record is kept."""
+    async def aerase(
+        self,
+        ctx: Ctx,
+        /,
+        user: UserId = ...,
+        *,
+        scope: EraseScope = ...,
+        confirm: Confirm = ...,
+        dry_run: DryRun = ...,
+        namespaces: AppNamespaces = ...,
+        tenant: Tenant = ...,
+    ) -> ErasureReceipt:
+        """Async :meth:`erase`."""
 
 class EnginesByStore:
     config: EngineConfig | None

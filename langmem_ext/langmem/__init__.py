@@ -10,6 +10,7 @@ Examples:
 """
 
 from ..agents.reflection import ReflectionExecutor
+from .erasure import erase_user
 from .managers import (
     ExtractedMemory,
     Memory,
@@ -41,5 +42,6 @@ __all__ = [
     "create_prompt_optimizer",
     "create_search_memory_tool",
     "create_thread_extractor",
+    "erase_user",
     "rule_feedback",
 ]

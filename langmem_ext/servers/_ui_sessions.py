@@ -122,6 +122,18 @@ class Sessions:
             s.seen = now
             return s, None
 
+    def close_user(self, tenant_id: str, user_id: str) -> int:
+        """End every session of a user (for an erase); returns how many."""
+        with self._lock:
+            gone = [
+                sid
+                for sid, s in self._live.items()
+                if s.caller.tenant_id == tenant_id and s.caller.user_id == user_id
+            ]
+            for sid in gone:
+                del self._live[sid]
+        return len(gone)
+
     def close(self, sid: str | None) -> None:
         """Sign out: the id means nothing from now on."""
         with self._lock:

@@ -40,7 +40,7 @@ from langgraph.store.base import BaseStore
 
 from ..agents.tooling import model_text
 from ..agents.tools import TOOL_SET, tool_answer
-from ..engine import MemoryContext, MemoryEngine, Spec, strip_titles
+from ..engine import OPERATIONS, MemoryContext, MemoryEngine, Spec, strip_titles
 from ..errors import (
     AuthenticationError,
     ConfigurationError,
@@ -180,6 +180,9 @@ def create_mcp_server(
     engine = MemoryEngine(store, namespace=namespace)
     tools: list[_CatalogueTool | _LangMemTool] = [
         *(_CatalogueTool(engine, spec) for spec in TOOL_SET),
+        # Not an agent tool: offered to admins only (erasing one's own
+        # memories is for the user, through the CLI or the browser).
+        _CatalogueTool(engine, OPERATIONS["erase"], name="memory_erase", admin=True),
         # The server's store is this package's, shown by its browser: its notes
         # keep their history, as every other tool's memories do.
         _LangMemTool(create_manage_memory_tool(namespace, store=store, history=True), writes=True),
@@ -202,9 +205,18 @@ def create_mcp_server(
 class _CatalogueTool:
     """A catalogue operation as an MCP tool."""
 
-    def __init__(self, engine: MemoryEngine, spec: Spec[Any, Any]) -> None:
-        self.engine, self.spec, self.name = engine, spec, str(spec.tool)
+    admin = False
+
+    def __init__(
+        self,
+        engine: MemoryEngine,
+        spec: Spec[Any, Any],
+        name: str | None = None,
+        admin: bool = False,
+    ) -> None:
+        self.engine, self.spec, self.name = engine, spec, name or str(spec.tool)
         self.writes = spec.access == "write"
+        self.admin = admin
 
     def describe(self, ctx: MemoryContext) -> tuple[str, dict[str, Any]]:
         return self.spec.summary, self.spec.schema(admin=ctx.is_admin)
@@ -218,6 +230,8 @@ class _CatalogueTool:
 
 class _LangMemTool:
     """A LangMem-style tool (its own schema and answers) as an MCP tool."""
+
+    admin = False
 
     def __init__(self, tool: BaseTool, *, writes: bool) -> None:
         self.tool, self.name, self.writes = tool, tool.name, writes
@@ -246,7 +260,11 @@ def _server_class() -> type:
             self._who = who
 
         def _offered(self, ctx: MemoryContext) -> list[Any]:
-            return [t for t in self._memory_tools.values() if not (t.writes and ctx.read_only)]
+            return [
+                t
+                for t in self._memory_tools.values()
+                if not (t.writes and ctx.read_only) and (ctx.is_admin or not t.admin)
+            ]
 
         async def list_tools(self) -> list[Any]:
             ctx = self._who()

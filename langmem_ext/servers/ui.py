@@ -53,7 +53,13 @@ from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
 from ..engine import OPERATIONS, MemoryContext, MemoryEngine, error_text, not_found
-from ..errors import AuthenticationError, LangmemError, MemoryNotFoundError, TenantAccessError
+from ..errors import (
+    AuthenticationError,
+    LangmemError,
+    MemoryNotFoundError,
+    PermissionDeniedError,
+    TenantAccessError,
+)
 from ._ui_forms import changed_fields, export_own, forget_effect, form_fields, form_values
 from ._ui_sessions import DEFAULT_IDLE, DEFAULT_LIFETIME, Sessions, ended_message
 from .callers import Callers
@@ -307,6 +313,23 @@ def create_ui_app(
         return page(request, "forget.html", m=record, forgetting=forget_effect(record))
 
     @signed_in
+    async def erase(request: Request, who: MemoryContext, form: Any = None) -> Response:
+        # Admins only: erasing a person for good is not a button for everyone
+        # (a user erases their own memories with the command or the engine).
+        if not who.is_admin:
+            raise PermissionDeniedError("only an admin may erase a user from the browser")
+        if form is None:
+            return page(request, "erase.html", user="", preview=None, receipt=None)
+        user = str(form.get("user", "")).strip()
+        confirm = str(form.get("confirm", "")).strip() or None
+        if confirm is None:  # the first step: what would go
+            preview = await act("erase", who, user=user, dry_run=True)
+            return page(request, "erase.html", user=user, preview=preview, receipt=None)
+        receipt = await act("erase", who, user=user, confirm=confirm)
+        receipt.counts["browser_sessions"] = sessions.close_user(who.tenant_id, user)
+        return page(request, "erase.html", user=user, preview=None, receipt=receipt)
+
+    @signed_in
     async def export(request: Request, who: MemoryContext) -> Response:
         body = await run_in_threadpool(export_own, engine, who)
         headers = {"Content-Disposition": 'attachment; filename="memories.jsonl"'}
@@ -320,6 +343,7 @@ def create_ui_app(
         Route("/entities", entities),
         Route("/entity/{id:path}", entity),
         Route("/export", export),
+        Route("/erase", erase, methods=["GET", "POST"]),
         Route("/new/{kind}", new, methods=["GET", "POST"]),
         Route("/memory/{id:path}/edit", edit, methods=["POST"]),
         Route("/memory/{id:path}/forget", forget, methods=["GET", "POST"]),

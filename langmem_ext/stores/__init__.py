@@ -9,7 +9,7 @@ Examples:
 from typing import TYPE_CHECKING
 
 from .._lazy import lazy_exports
-from ._base import HybridStore, supports_hybrid
+from ._base import HybridStore, PurgeReport, UnembeddedItemsWarning, supports_hybrid
 from ._filters import OPERATORS, normalize_filter
 from ._metrics import StoreMetrics, instrument_stores
 from ._ops import SEARCH_MODES, HybridSearchOp, SearchMode
@@ -32,9 +32,11 @@ __all__ = [
     "IndexConfig",
     "LocalEmbeddings",
     "PostgresStore",
+    "PurgeReport",
     "SQLiteStore",
     "SearchMode",
     "StoreMetrics",
+    "UnembeddedItemsWarning",
     "VectorIndexConfig",
     "instrument_stores",
     "normalize_filter",

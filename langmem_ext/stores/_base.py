@@ -46,7 +46,14 @@ from .embeddings import IndexInput, resolve_index
 from .rerankers import Reranker, reranker_from
 from .retriever import as_retriever
 
-__all__ = ["BatchPlan", "HybridStore", "langgraph_index", "supports_hybrid"]
+__all__ = [
+    "BatchPlan",
+    "HybridStore",
+    "PurgeReport",
+    "UnembeddedItemsWarning",
+    "langgraph_index",
+    "supports_hybrid",
+]
 
 logger = logging.getLogger("langmem_ext.stores")
 
@@ -150,6 +157,27 @@ def _probe_dims(embed: Any) -> int:
             f"learn it ({type(e).__name__}: {e}); pass index['dims'] (its vector length)"
         ) from e
     return len(vec)
+
+
+class UnembeddedItemsWarning(UserWarning):
+    """A store opened with an embedder holds items that were stored without
+    one: vector search cannot find them until ``store.reindex()`` embeds them."""
+
+
+class PurgeReport(NamedTuple):
+    """What a store's ``purge`` removed (or, in a dry run, would remove)."""
+
+    #: Items removed, by namespace.
+    namespaces: dict[tuple[str, ...], int]
+    #: Vectors removed with them.
+    vectors: int
+    #: Embedding-cache entries removed: their texts' and every cached query's.
+    cache_entries: int
+    #: Whether the bytes were overwritten too (files, logs, vector segments).
+    scrubbed: bool
+
+    def __getitem__(self, key: Any) -> Any:  # report["namespaces"] as well as .namespaces
+        return getattr(self, key) if isinstance(key, str) else tuple.__getitem__(self, key)
 
 
 class BatchPlan(NamedTuple):

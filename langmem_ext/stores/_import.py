@@ -32,7 +32,7 @@ from typing import Any
 from langgraph.store.base import BaseStore, GetOp, PutOp
 
 from ..errors import ConfigurationError, InvalidValueError
-from ._ops import check_namespace, check_text, check_ttl, dump_value
+from ._ops import check_expiry, check_namespace, check_text, check_ttl, dump_value
 
 __all__ = ["BATCH", "existing", "malformed", "prepare_units", "read_lines", "write_lines"]
 
@@ -130,7 +130,12 @@ def _parse(number: int, text: str) -> _Line:
     if not isinstance(indexed, bool):
         raise ValueError("'indexed' must be true or false")
     times = {name: _time(row, name) for name in ("created_at", "updated_at", "expires_at")}
-    return _Line(number, PutOp(tuple(ns), key, value, None if indexed else False, ttl), times)
+    expiry: Any = ttl
+    if ttl is None and times["expires_at"] is not None:
+        # An item that expires at a date (put with ttl=<datetime>) keeps that date.
+        expiry = times["expires_at"]
+        check_expiry(expiry)
+    return _Line(number, PutOp(tuple(ns), key, value, None if indexed else False, expiry), times)
 
 
 def malformed(bad: list[tuple[int, str]]) -> InvalidValueError:

@@ -34,6 +34,7 @@ __all__ = [
     "PreparedPut",
     "SearchMode",
     "check_count",
+    "check_expiry",
     "check_namespace",
     "check_text",
     "decode_namespace",
@@ -80,6 +81,7 @@ class PreparedPut(NamedTuple):
     fields: list[tuple[str, str]]  # (field label, text) to embed
     keyword_text: str | None  # text for the keyword index; None: not indexed
     context_text: str | None = None  # keyword-only context, weighted lower
+    expires_at: float | None = None  # an absolute expiry (unix seconds); ttl is then None
 
 
 def encode_namespace(namespace: tuple[str, ...]) -> str:
@@ -361,6 +363,44 @@ def check_ttl(ttl: Any) -> float | None:
     return float(ttl)
 
 
+def check_expiry(ttl: Any, now: datetime | None = None) -> tuple[float | None, float | None]:
+    """A put's ``ttl`` as ``(minutes, expires_at)``: minutes from now (refreshed
+    on read when the store says so), or an absolute, timezone-aware
+    ``datetime`` (``expires_at`` in unix seconds, never refreshed: the item
+    lives until that moment).
+
+    Examples:
+        >>> from datetime import datetime, timezone
+        >>> check_expiry(90)
+        (90.0, None)
+        >>> check_expiry(datetime(2999, 1, 1, tzinfo=timezone.utc))
+        (None, 32472144000.0)
+        >>> check_expiry(datetime(2999, 1, 1))
+        Traceback (most recent call last):
+        ...
+        langmem_ext.errors.InvalidValueError: ttl datetime.datetime(2999, 1, 1, 0, 0) has no ...
+    """
+    if not isinstance(ttl, datetime):
+        return check_ttl(ttl), None
+    if ttl.tzinfo is None or ttl.utcoffset() is None:
+        raise InvalidValueError(
+            f"ttl {shown(ttl)} has no timezone, so the moment it names is ambiguous; pass an "
+            "aware datetime such as datetime(2030, 1, 1, tzinfo=timezone.utc)"
+        )
+    when = ttl.timestamp()
+    current = (now or datetime.now(timezone.utc)).timestamp()
+    if when <= current:
+        raise InvalidValueError(
+            f"ttl {ttl.isoformat()} is in the past; give a future moment, or delete the item"
+        )
+    if when - current > MAX_TTL * 60.0:
+        raise InvalidValueError(
+            f"ttl {ttl.isoformat()} is more than {MAX_TTL:,.0f} minutes (about 1,900 years) "
+            "away; use ttl=None for items that never expire"
+        )
+    return None, when
+
+
 def texts_to_embed(
     value: Mapping[str, Any],
     index: Literal[False] | list[str] | None,
@@ -420,9 +460,9 @@ def prepare_put(
     if op.value is None:
         return PreparedPut(op.namespace, op.key, None, None, [], None)
     value_json = dump_value(op.namespace, op.key, op.value)
-    ttl = check_ttl(op.ttl)
+    ttl, expires_at = check_expiry(op.ttl)
     if op.index is False:
-        return PreparedPut(op.namespace, op.key, value_json, ttl, [], None)
+        return PreparedPut(op.namespace, op.key, value_json, ttl, [], None, None, expires_at)
     fields_cfg = default_fields if default_fields is not None else [("$", "$")]
     fields = texts_to_embed(op.value, op.index, fields_cfg)
     whole = op.index is None and any(label == "$" for label, _ in fields_cfg)
@@ -436,4 +476,5 @@ def prepare_put(
         fields if embeds else [],
         kw or None,
         "\n".join(context) or None,
+        expires_at,
     )

@@ -25,6 +25,7 @@ from langmem_ext import AsyncSqliteStore, SQLiteStore
 OURS = frozenset(
     {
         "ttl",  # ttl on put, refresh on read, sweeper, fractional minutes
+        "ttl_at",  # ttl=<aware datetime>: expiry at a date; naive or past refused
         "modes",  # search(mode="hybrid" | "vector" | "keyword")
         "keyword",  # keyword search without an embedder
         "extended_filters",  # $in $nin $exists $contains, dotted keys

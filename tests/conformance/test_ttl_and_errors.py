@@ -94,3 +94,45 @@ async def test_bad_ttl_rejected(make_api):
     with pytest.raises(ValueError, match="ttl"):
         await api.put(("a",), "k", {"v": 1}, ttl=-1)
     assert await api.get(("a",), "k") is None
+
+
+async def test_ttl_at_a_date_expires_then_sweeps(make_api):
+    """``ttl`` may be an aware datetime: the item lives until that moment (a
+    read does not push it back) and is swept like any expired item."""
+    from datetime import datetime, timedelta, timezone
+
+    api = make_api(ttl={"refresh_on_read": True})
+    api.need("ttl_at")
+    soon = datetime.now(timezone.utc) + timedelta(seconds=0.8)
+    later = datetime.now(timezone(timedelta(hours=-5))) + timedelta(days=365)
+    await api.put(("t",), "soon", {"v": 1}, ttl=soon)
+    await api.put(("t",), "later", {"v": 2}, ttl=later)
+    assert (await api.get(("t",), "soon")).value == {"v": 1}  # read: refresh is a no-op
+    deadline = asyncio.get_running_loop().time() + 10
+    while await api.get(("t",), "soon", refresh_ttl=False) is not None:
+        assert asyncio.get_running_loop().time() < deadline, "never expired"
+        await asyncio.sleep(0.1)
+    assert [r.key for r in await api.search(("t",))] == ["later"]
+    assert await _maybe(api.store.sweep_ttl()) == 1
+    assert (await api.get(("t",), "later")).value == {"v": 2}
+
+
+@pytest.mark.parametrize("when", ["naive", "past"])
+async def test_ttl_at_a_bad_date_refused_nothing_changes(make_api, when):
+    from datetime import datetime, timedelta, timezone
+
+    from langmem_ext.errors import InvalidValueError
+
+    api = make_api()
+    api.need("ttl_at")
+    await api.put(("t",), "k", {"v": 1})
+    bad = (
+        datetime.now() + timedelta(days=1)
+        if when == "naive"
+        else datetime.now(timezone.utc) - timedelta(minutes=1)
+    )
+    with pytest.raises(InvalidValueError) as e:
+        await api.put(("t",), "k", {"v": 2}, ttl=bad)
+    assert e.value.code == "INVALID_VALUE"
+    assert ("timezone" if when == "naive" else "past") in str(e.value)
+    assert (await api.get(("t",), "k")).value == {"v": 1}

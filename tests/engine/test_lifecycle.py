@@ -129,18 +129,47 @@ def test_expired_episodes_leave_search_and_are_swept(eng, ctx, clock):
     clock.advance(days=7, seconds=1)
     assert eng.search(ctx, "recipes") == []
     assert eng.stats(ctx)["episodes"]["expired"] == 1
-    assert eng.sweep(ctx) == {"episodes": 1, "facts": 0}
+    assert eng.sweep(ctx) == {"episodes": 1, "facts": 0, "notes": 0}
     got = eng.get(ctx, ep.id)
     assert (got.status, got.live) == ("expired", False)
-    assert eng.sweep(ctx) == {"episodes": 0, "facts": 0}
+    assert eng.sweep(ctx) == {"episodes": 0, "facts": 0, "notes": 0}
     assert eng.history(ctx, ep.id)[-1].action == "expired"
+
+
+def test_facts_and_notes_expire_at_a_date_then_are_swept(eng, ctx, clock):
+    """``expires_at`` on a fact or a note: recalled until that moment, never
+    after, and retired by the sweep with an "expired" event (like episodes)."""
+    until = "2025-03-31T00:00:00+00:00"
+    fact = eng.store_fact(ctx, "user", "employer", "Works at Initech", expires_at=until)
+    note = eng.add(ctx, "Initech badge number 4711", expires_at=until)
+    keep = eng.add(ctx, "Initech is in Austin")
+    assert {h.id for h in eng.search(ctx, "Initech")} == {fact.id, note.id, keep.id}
+    assert eng.get(ctx, fact.id).expires_at == "2025-03-31T00:00:00.000000+00:00"
+    clock.advance(days=90)
+    assert [h.id for h in eng.search(ctx, "Initech")] == [keep.id]
+    assert eng.sweep(ctx) == {"episodes": 0, "facts": 1, "notes": 1}
+    assert eng.get(ctx, fact.id).validity == "expired"
+    assert eng.history(ctx, note.id)[-1].action == "expired"
+    assert eng.sweep(ctx) == {"episodes": 0, "facts": 0, "notes": 0}
+
+
+@pytest.mark.parametrize("when", ["2024-12-31", "2025-06-01T12:00:00"])
+def test_expires_at_in_the_past_or_naive_is_refused(eng, ctx, when):
+    from langmem_ext.errors import InvalidValueError
+
+    with pytest.raises(InvalidValueError) as e:
+        eng.store_fact(ctx, "user", "employer", "Works at Initech", expires_at=when)
+    assert e.value.code == "INVALID_VALUE"
+    with pytest.raises(InvalidValueError):
+        eng.add(ctx, "Initech badge", expires_at=when)
+    assert eng.search(ctx, "Initech") == []
 
 
 def test_sweep_expires_decayed_facts(eng, ctx, clock):
     f = eng.store_fact(ctx, "user", "mood", "tired", permanence="ephemeral")
     keep = eng.store_fact(ctx, "user", "name", "John", permanence="permanent")
     clock.advance(days=30)  # exp(-0.2*30) = 0.0025 < 0.05
-    assert eng.sweep(ctx) == {"episodes": 0, "facts": 1}
+    assert eng.sweep(ctx) == {"episodes": 0, "facts": 1, "notes": 0}
     assert eng.get(ctx, f.id).validity == "expired"
     assert eng.get(ctx, keep.id).validity == "active"
 

@@ -406,6 +406,39 @@ class ReflectionExecutor(LangMemSearch, GraphFaces):
         self._enqueue(job)
         return fut
 
+    def erase_user(self, tenant_id: str, user_id: str) -> int:
+        """Drop every pending, and failed-and-kept, reflection of a user (their
+        turns' messages with them), for an erase; returns how many. A
+        reflection already running finishes; the engine's erase removes what
+        it stored when it runs after this, which the surfaces ensure.
+
+        Examples:
+            >>> with ReflectionExecutor(lambda *a: None, delay=60) as ex:  # doctest: +SKIP
+            ...     ex.erase_user("default", "ada")
+            0
+        """
+
+        def theirs(job: Job) -> bool:
+            if job.ctx is not None:
+                return job.ctx.tenant_id == tenant_id and job.ctx.user_id == user_id
+            conf = job.config.get("configurable") or {}
+            return user_id in (conf.get("user_id"), conf.get("langgraph_user_id"))
+
+        with self._scheduler.cv:
+            dropped = [k for k, j in self._scheduler.jobs.items() if theirs(j)]
+            for key in dropped:
+                for fut in self._scheduler.jobs.pop(key).futures:
+                    fut.cancel()
+            failed = [k for k, j in self._failed.items() if theirs(j)]
+            for key in failed:
+                for fut in self._failed.pop(key).futures:
+                    fut.cancel()
+        if dropped or failed:
+            logger.info(
+                "erase: dropped %d pending reflection(s) of a user", len(dropped) + len(failed)
+            )
+        return len(dropped) + len(failed)
+
     def retry_failed(self) -> int:
         """Schedule the failed reflections again, now; returns how many."""
         with self._scheduler.cv:

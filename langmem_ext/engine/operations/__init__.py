@@ -10,7 +10,8 @@ body (see :mod:`..runtime.catalogue`); the modules group them by what they do:
 * :mod:`.listing` — list with cursors, stats;
 * :mod:`.knowledge` — entities, what is known about one, timelines, stale memories;
 * :mod:`.profile` — the user profile (facts reflection collects, the summary);
-* :mod:`.provider` — health check, embeddings, storage size.
+* :mod:`.provider` — health check, embeddings, storage size;
+* :mod:`.erasure` — erase a user or a tenant for good, with a receipt.
 
 The steps they share are in :mod:`.lifecycle` (writes), :mod:`.retrieval`
 (reads), :mod:`.loading` (reads by id), :mod:`.fields` (rules a type cannot
@@ -29,14 +30,34 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..runtime.catalogue import Spec
-from . import changes, knowledge, listing, profile, provider, reads, searching, writes
+from . import (
+    changes,
+    erasure,
+    knowledge,
+    listing,
+    profile,
+    provider,
+    reads,
+    searching,
+    writes,
+)
 
 __all__ = ["OPERATIONS"]
 
 #: Every engine operation, writes first, in the order surfaces list them.
 OPERATIONS: Mapping[str, Spec[Any, Any]] = {
     s.name: s
-    for module in (writes, changes, reads, searching, listing, provider, profile, knowledge)
+    for module in (
+        writes,
+        changes,
+        reads,
+        searching,
+        listing,
+        provider,
+        profile,
+        knowledge,
+        erasure,
+    )
     for s in vars(module).values()
     if isinstance(s, Spec)
 }

@@ -17,7 +17,7 @@ from pydantic import Field
 from ...errors import ContentTooLongError, InvalidOperationError, MemoryNotFoundError
 from ..records import policy
 from ..records.checks import check_json, shown
-from ..records.models import Episode, Fact, MemoryRecord, Rule
+from ..records.models import Episode, Fact, MemoryRecord, Note, Rule
 from ..runtime.catalogue import Caller, Spec, operation
 from ..runtime.env import Env
 from ..runtime.planning import paged
@@ -232,12 +232,12 @@ def bulk_delete(
 
 @operation(access="write")
 def sweep(c: Caller, *, tenant: Tenant = None) -> Operation[dict[str, int]]:
-    """Retire your episodes past their expiry and facts whose confidence faded
-    away (they already left recall); returns how many of each."""
+    """Retire your episodes, facts and notes past their expiry and facts whose
+    confidence faded away (they already left recall); returns how many of each."""
     env = c.env(tenant)
     puts: list[PutOp] = []
     expired: list[MemoryRecord] = []
-    n_ep = n_fact = 0
+    n_ep = n_fact = n_note = 0
     for layer in env.layers():
         items = yield from paged(env.caps, layer.ns, {})
         for item in items:
@@ -249,6 +249,16 @@ def sweep(c: Caller, *, tenant: Tenant = None) -> Operation[dict[str, int]]:
                 puts += change(env, rec, new, "expired")[1]
                 expired.append(rec)
                 n_ep += 1
+            elif isinstance(rec, Fact | Note) and rec.expires_at and rec.expires_at <= env.stamp:
+                # Facts and notes that expire at a date leave like episodes.
+                if isinstance(rec, Fact):
+                    new = replace(rec, validity="expired", live=False, valid_to=env.stamp)
+                    n_fact += 1
+                else:
+                    new = replace(rec, live=False)
+                    n_note += 1
+                puts += change(env, rec, new, "expired")[1]
+                expired.append(rec)
             elif isinstance(rec, Fact) and rec.effective_confidence(env.now) < policy.EXPIRE_BELOW:
                 new = replace(rec, validity="expired", live=False, valid_to=env.stamp)
                 puts += change(env, rec, new, "expired")[1]
@@ -257,7 +267,7 @@ def sweep(c: Caller, *, tenant: Tenant = None) -> Operation[dict[str, int]]:
     if puts:
         yield Batch(puts)
         env.sized(expired, -1)
-    return {"episodes": n_ep, "facts": n_fact}
+    return {"episodes": n_ep, "facts": n_fact, "notes": n_note}
 
 
 # The examples in the declarations' docstrings are run by doctest like any other.

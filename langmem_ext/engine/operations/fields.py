@@ -24,12 +24,14 @@ from ...errors import ContentTooLongError, InvalidValueError
 from ...stores import normalize_filter
 from ..records.checks import check_json, shown
 from ..records.models import new_id
+from ..records.times import check_when
 from ..runtime.env import Env
 
 __all__ = [
     "add_fields",
     "check_any_content",
     "check_content",
+    "check_expires_at",
     "check_filter",
     "check_id",
     "check_tags",
@@ -42,6 +44,28 @@ def check_id(id: Any, name: str = "id") -> str:
     if not isinstance(id, str) or not id or "\x00" in id:
         raise InvalidValueError(f"{name} must be a non-empty string, got {shown(id)}")
     return id
+
+
+def check_expires_at(env: Env, value: Any) -> str | None:
+    """A memory's ``expires_at`` (None: never): a time with a zone, after now.
+
+    Examples:
+        >>> from langmem_ext import SQLiteStore
+        >>> from langmem_ext.engine import MemoryContext, MemoryEngine
+        >>> env = MemoryEngine(SQLiteStore()).env(MemoryContext(user_id="ada"))
+        >>> check_expires_at(env, "2199-12-31")
+        '2199-12-31T00:00:00.000000+00:00'
+        >>> check_expires_at(env, "2001-01-01")
+        Traceback (most recent call last):
+        ...
+        langmem_ext.errors.InvalidValueError: expires_at 2001-01-01T00:00:00.000000+00:00 is ...
+    """
+    when = check_when("expires_at", value)
+    if when is not None and when <= env.stamp:
+        raise InvalidValueError(
+            f"expires_at {when} is in the past; give a later time, or forget the memory instead"
+        )
+    return when
 
 
 def check_filter(filter: Any) -> dict[str, Any] | None:

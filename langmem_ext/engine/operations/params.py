@@ -37,6 +37,7 @@ __all__ = [
     "Confidence",
     "Content",
     "DerivedFrom",
+    "ExpiresAt",
     "Filter",
     "Id",
     "Importance",
@@ -199,6 +200,13 @@ InvalidAt = Annotated[
     Field(
         description="When it stopped holding in the world (ISO date or time with a zone); "
         "leave out while it holds or when unknown."
+    ),
+]
+ExpiresAt = Annotated[
+    Moment | None,
+    Field(
+        description="When it stops being recalled, as an ISO date or time with a zone "
+        "('2027-06-30', the end of a contract); leave out for never."
     ),
 ]
 Object = Annotated[

@@ -23,7 +23,7 @@ from ..records.checks import check_json, shown
 from ..records.models import Episode, Fact, Note, Rule, ts
 from ..runtime.catalogue import Caller, Meta, Spec, operation
 from ..runtime.requests import Batch, Operation
-from .fields import add_fields, check_tags
+from .fields import add_fields, check_expires_at, check_tags
 from .graph import mentions_in
 from .knowledge import merge_duplicates
 from .lifecycle import check_sources, check_times, new_fact, write_fact
@@ -32,6 +32,7 @@ from .params import (
     Confidence,
     Content,
     DerivedFrom,
+    ExpiresAt,
     Importance,
     InvalidAt,
     LayerName,
@@ -79,6 +80,7 @@ def add(
     scope: Scope = "global",
     tags: Tags = None,
     metadata: Metadata = None,
+    expires_at: ExpiresAt = None,
     tenant: Tenant = None,
 ) -> Operation[Note]:
     """Store a note: free content, as the LangMem-style ``manage_memory`` tool saves it.
@@ -92,7 +94,12 @@ def add(
     """
     env = c.env(tenant)
     check_json("metadata", metadata)
-    note = Note(**add_fields(env, content, layer, scope, tags), metadata=dict(metadata or {}))
+    until = check_expires_at(env, expires_at)
+    note = Note(
+        **add_fields(env, content, layer, scope, tags),
+        metadata=dict(metadata or {}),
+        expires_at=until,
+    )
     yield Batch([env.put(note), env.event(note, "created")])
     env.sized([note], +1)
     return note
@@ -116,6 +123,7 @@ def store_fact(
     valid_at: ValidAt = None,
     invalid_at: InvalidAt = None,
     derived_from: DerivedFrom = None,
+    expires_at: ExpiresAt = None,
     provenance: Provenance = None,
     tenant: Tenant = None,
 ) -> Operation[Fact]:
@@ -134,6 +142,7 @@ def store_fact(
         (True, '2026-02-01T00:00:00.000000+00:00')
     """
     env = c.env(tenant)
+    until = check_expires_at(env, expires_at)
     sources = yield from check_sources(env, derived_from)
     fact = new_fact(
         env,
@@ -153,6 +162,7 @@ def store_fact(
         object=object,
         derived_from=sources,
     )
+    fact.expires_at = until
     fact, duplicates = yield from write_fact(env, fact)
     yield from merge_duplicates(env, duplicates)
     return fact

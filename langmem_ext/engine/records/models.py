@@ -212,6 +212,11 @@ class Note(MemoryRecord):
     type: ClassVar[str] = "note"
 
     stored_kind: str = "note"
+    #: When it stops being recalled (None: never), like an episode's expiry.
+    expires_at: str | None = None
+
+    def retrievable(self, now: str) -> bool:
+        return self.live and (not self.expires_at or self.expires_at > now)
 
     @property
     def kind(self) -> str:
@@ -263,6 +268,11 @@ class Fact(MemoryRecord):
     #: since (a non-empty ``stale_because`` marks it stale).
     derived_from: list[str] = field(default_factory=list)
     stale_because: list[str] = field(default_factory=list)
+    #: When it stops being recalled (None: never), like an episode's expiry.
+    expires_at: str | None = None
+
+    def retrievable(self, now: str) -> bool:
+        return self.live and (not self.expires_at or self.expires_at > now)
 
     def effective_confidence(self, now: datetime) -> float:
         days = (now - parse_ts(self.last_confirmed_at or self.created_at)).total_seconds() / 86400

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import time
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ from tenacity import (
 )
 
 from ...errors import LangmemError, ProviderError, RateLimitedError
+from ...stores import PurgeReport
 from ..identity.layout import is_meta_space
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "Call",
     "Embed",
     "Operation",
+    "Purge",
     "Request",
     "RetryPolicy",
     "embedder",
@@ -79,6 +82,20 @@ class Embed(NamedTuple):
     texts: list[str]
 
 
+class Purge(NamedTuple):
+    """Erase for good: every item in each namespace of ``prefixes`` and below
+    it and the items ``keys`` names, then ``puts``, in one go. Stores with a
+    ``purge`` method (this package's) run it in one transaction and overwrite
+    the bytes; on any other store the items are searched and deleted batch by
+    batch (not atomic, nothing overwritten: ``scrubbed`` is False). The
+    result is a :class:`~langmem_ext.stores.PurgeReport`."""
+
+    prefixes: Sequence[tuple[str, ...]]
+    keys: Sequence[tuple[tuple[str, ...], str]] = ()
+    puts: Sequence[Any] = ()
+    dry_run: bool = False
+
+
 class Call(NamedTuple):
     """Work that is not a store op: the sync runner returns ``sync()``, the
     async runner ``await async_()``. Errors reach the operation unretried (it
@@ -88,7 +105,7 @@ class Call(NamedTuple):
     async_: Callable[[], Awaitable[Any]]
 
 
-Request = Batch | Embed | Call
+Request = Batch | Embed | Purge | Call
 #: A generator of requests returning ``T``.
 Operation = Generator[Request, Any, T]
 
@@ -227,14 +244,26 @@ def _without_bookkeeping(request: Batch) -> tuple[Batch, Callable[[list[Any]], l
     return Batch([ops[i] for i in kept], request.parallel), fill
 
 
-def _execute_sync(store: BaseStore, request: Batch | Embed) -> Any:
+def _execute_sync(store: BaseStore, request: Batch | Embed | Purge) -> Any:
+    if isinstance(request, Purge):
+        purge = getattr(store, "purge", None)
+        if purge is None or inspect.iscoroutinefunction(purge):
+            return _purge_plain(store, request)
+        return purge(request.prefixes, request.keys, puts=request.puts, dry_run=request.dry_run)
     if isinstance(request, Embed):
         emb = embedder(store)
         return emb.embed_documents(list(request.texts)) if emb is not None else None
     return store.batch(request.ops)
 
 
-async def _execute_async(store: BaseStore, request: Batch | Embed) -> Any:
+async def _execute_async(store: BaseStore, request: Batch | Embed | Purge) -> Any:
+    if isinstance(request, Purge):
+        apurge = getattr(store, "apurge", None)
+        if apurge is None:
+            return await asyncio.to_thread(_purge_plain, store, request)
+        return await apurge(
+            request.prefixes, request.keys, puts=request.puts, dry_run=request.dry_run
+        )
     if isinstance(request, Embed):
         emb = embedder(store)
         return await emb.aembed_documents(list(request.texts)) if emb is not None else None
@@ -242,6 +271,32 @@ async def _execute_async(store: BaseStore, request: Batch | Embed) -> Any:
         parts = await asyncio.gather(*(store.abatch([op]) for op in request.ops))
         return [p[0] for p in parts]
     return await store.abatch(request.ops)
+
+
+def _purge_plain(store: BaseStore, request: Purge) -> PurgeReport:
+    """:class:`Purge` on a store without ``purge``: its own API, page by page."""
+    found: dict[tuple[tuple[str, ...], str], None] = {}
+    for prefix in request.prefixes:
+        offset = 0
+        while True:
+            page = store.search(prefix, limit=1000, offset=offset)
+            found.update(((tuple(i.namespace), i.key), None) for i in page)
+            if len(page) < 1000:
+                break
+            offset += 1000
+    for ns, key in request.keys:
+        if store.get(ns, key) is not None:
+            found[(ns, key)] = None
+    per_ns: dict[tuple[str, ...], int] = {}
+    for ns, _ in found:
+        per_ns[ns] = per_ns.get(ns, 0) + 1
+    if not request.dry_run:
+        ops: list[Any] = [PutOp(ns, key, None) for ns, key in found]
+        for start in range(0, len(ops), 500):
+            store.batch(ops[start : start + 500])
+        if request.puts:
+            store.batch(list(request.puts))
+    return PurgeReport(per_ns, 0, 0, False)
 
 
 def _retrying(config: Any) -> dict[str, Any]:

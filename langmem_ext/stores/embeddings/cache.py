@@ -12,7 +12,7 @@ import asyncio
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -91,6 +91,15 @@ class CachedEmbeddings(Embeddings):
 
     def _key(self, kind: str, text: str) -> CacheKey:
         return (self.model_id, kind, hashlib.sha256(text.encode("utf-8")).digest())
+
+    def forget(self, digests: Collection[bytes]) -> None:
+        """Drop from this process's cache the vectors of the texts whose
+        sha256 is in ``digests``, and every query's vector (queries cannot be
+        traced to their author); a store's ``purge`` removes the persistent
+        entries alike."""
+        with self._lock:
+            for k in [k for k in self._lru if k[1] == "query" or k[2] in digests]:
+                del self._lru[k]
 
     def _check(
         self, vectors: Sequence[Sequence[float]] | np.ndarray, texts: Sequence[str]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -28,19 +29,27 @@ from langgraph.store.base import (
 from psycopg.types import TypeInfo
 
 from ...errors import ConfigurationError, InvalidValueError, LangmemError, StoreError
-from .._base import BatchPlan, HybridStore
+from .._base import (
+    BatchPlan,
+    HybridStore,
+    PurgeReport,
+    UnembeddedItemsWarning,
+    langgraph_index,
+)
 from .._filters import normalize_filter
 from .._ops import (
     KEYWORD_THEN_REST,
     HybridSearchOp,
     PreparedPut,
     SearchMode,
+    check_count,
     decode_namespace,
     encode_namespace,
     namespace_matches,
 )
-from ..embeddings import IndexInput
-from . import _sql
+from ..embeddings import IndexInput, resolve_index
+from ..rerankers import reranker_from
+from . import _purge, _reindex, _sql
 from ._errors import check_nul, translate
 from ._ivf import CellWriter
 from ._replicas import IDENTITY_SQL, ReplicaReads
@@ -65,6 +74,10 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
     """Configuration and the conversation generators shared by both stores."""
 
     distance_types = ("cosine", "inner_product", "l2")
+    #: The index being built by ``reindex``, while it runs.
+    _next: Any = None
+    #: Set once reindex's switch is done (searches racing it run again).
+    _switch: Any = None
     #: The server's ``vector`` type and its dumper, learnt at setup.
     _info: TypeInfo | None
     _dumper: type | None
@@ -79,6 +92,7 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
         cache_backend: Any,
     ) -> None:
         self._configure_search(index, ttl, search_mode, cache_backend)
+        self._cache_backend = cache_backend
         self.vector_index = resolve_vector_index(
             vector_index, self._ann_index_config, self._dims, self.distance_type
         )
@@ -144,6 +158,20 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
                 )
             if not rows:
                 yield Exec("INSERT INTO lmx_meta (key, value) VALUES ('dims', %s)", [str(dims)])
+            bare = yield Exec(
+                "SELECT EXISTS (SELECT 1 FROM lmx_items WHERE tsv IS NOT NULL) "
+                "AND NOT EXISTS (SELECT 1 FROM lmx_vectors)",
+                fetch=True,
+            )
+            if bare[0][0]:
+                warnings.warn(
+                    "this PostgreSQL store holds items stored without an embedder: vector and "
+                    "hybrid search do not find them until they are embedded. Run "
+                    "store.reindex() once to embed them (from a shell: langmem-ext store "
+                    "reindex --db <url> --to <embedder>)",
+                    UnembeddedItemsWarning,
+                    stacklevel=2,
+                )
             vi = self.vector_index
             if vi["scan_index"]:
                 yield Exec(scan_index_sql())
@@ -260,6 +288,13 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
             )
         if plan.puts:
             yield from self._put_steps(plan.puts, doc_vecs)
+            nxt = self._next
+            if nxt is not None:  # a rebuild is running: the new space gets this write too
+                batch = yield from _reindex.put_batch_steps(plan.puts, nxt.fields)
+                texts = [t for *_, fs in batch for _, t in fs]
+                if texts:
+                    vecs = nxt.embeddings.embed_documents_array(texts)
+                    yield from _reindex.save_steps(batch, vecs)
         return results
 
     @staticmethod
@@ -295,6 +330,9 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
             sql, params = _sql.listing_query(scope, flt, live, op.limit, op.offset)
             return (yield Exec(sql, params, fetch=True, prepare=False))
         qvec = qvecs.get(op.query)
+        if qvec is not None and self._dims and len(qvec) != self._dims and self.embeddings:
+            # reindex() switched embedders since the query was embedded.
+            qvec = self.embeddings.embed_query_array(op.query)
         if mode == "vector" and qvec is not None and self._dims:
             q = _sql.VectorQuery(prefix, flt, live, qvec, self._dims, self.distance_type)
             page = yield from vector_steps(q, op, self.vector_index, self)
@@ -342,13 +380,13 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
         rows = yield Exec(
             f"INSERT INTO lmx_items ({tenant_col}prefix, key, value, expires_at, ttl_minutes, tsv) "
             f"SELECT {'d.tenant, ' if tenants else ''}d.prefix, d.key, d.value::jsonb, "
-            "now() + d.ttl * interval '1 minute', d.ttl, "
+            "coalesce(now() + d.ttl * interval '1 minute', to_timestamp(d.exp)), d.ttl, "
             "CASE WHEN d.txt IS NULL AND d.ctx IS NULL THEN NULL ELSE "
             "setweight(to_tsvector(c.cfg, coalesce(d.txt, '')), 'A') || "
             "setweight(to_tsvector(c.cfg, coalesce(d.ctx, '')), 'D') END "
             "FROM unnest(%s::text[], %s::text[], %s::text[], %s::float8[], %s::text[], "
-            f"%s::text[]{', %s::text[]' if tenants else ''}) "
-            f"AS d(prefix, key, value, ttl, txt, ctx{', tenant' if tenants else ''}), "
+            f"%s::text[], %s::float8[]{', %s::text[]' if tenants else ''}) "
+            f"AS d(prefix, key, value, ttl, txt, ctx, exp{', tenant' if tenants else ''}), "
             "(SELECT %s::regconfig AS cfg) AS c "
             # created_at is deliberately not updated: it survives re-puts.
             f"ON CONFLICT ({conflict}) DO UPDATE SET value = excluded.value, "
@@ -362,6 +400,7 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
                 [p.ttl for _, _, p in ups],
                 [p.keyword_text for _, _, p in ups],
                 [p.context_text for _, _, p in ups],
+                [p.expires_at for _, _, p in ups],
                 *([tenants] if tenants else []),
                 self.text_search_config,
             ],
@@ -423,6 +462,62 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
         qs = list(plan.queries)
         vecs = await asyncio.gather(*(emb.aembed_query_array(q) for q in qs)) if qs else []
         return doc_vecs, dict(zip(qs, vecs, strict=True))
+
+    # -- changing the embedder ----------------------------------------------------
+
+    def _reindex_target(self, index: Any, batch_size: int) -> tuple[Any, dict[str, Any], Any]:
+        """The resolved index a reindex builds, its identity, and its config."""
+        cfg = self.index_config if index is None else index
+        if cfg is None:
+            raise ConfigurationError(
+                "reindex needs an index with an embedder, e.g. {'embed': 'local'}: this "
+                "store has none"
+            )
+        check_count(batch_size, "batch_size")
+        resolved, _, _ = langgraph_index(reranker_from(cfg)[0])
+        new = resolve_index(resolved, backend=self._cache_backend)
+        if new is None or new.embeddings is None or new.dims is None:
+            raise ConfigurationError(
+                f"reindex needs an index with an embedder and its dims, got {cfg!r}"
+            )
+        model = new.embeddings.model_id if new.embeddings.persistent else None
+        return new, {"dims": new.dims, "model": model}, cfg
+
+    def _adopt(self, cfg: Any, new: Any) -> None:
+        """Use the new embedder from the switch on; the cells of the old space
+        are gone (trained again on the new one)."""
+        self.index_config = dict(cfg) if isinstance(cfg, dict) else cfg
+        if isinstance(self.index_config, dict):
+            self.index_config.setdefault("dims", new.dims)
+        self._index = new
+        self.embeddings = new.embeddings
+        # The new space's cells are loaded right after the switch (reindex).
+        self.cells, self._waiting, self._train_check_at = None, False, 0
+        if self.search_mode == "keyword":
+            self.search_mode = "hybrid"
+
+    # -- erasure -----------------------------------------------------------------
+
+    def _purge_steps(
+        self,
+        prefixes: Sequence[tuple[str, ...]],
+        keys: Sequence[tuple[tuple[str, ...], str]],
+        puts: list[PreparedPut],
+        doc_vecs: np.ndarray | None,
+        dry_run: bool,
+    ) -> Steps:
+        fields = self._index.fields if self._index else None
+        ids, per_ns, n_vec, digests, n_cache = yield from _purge.collect_steps(
+            prefixes, keys, fields, lock=not dry_run
+        )
+        if not dry_run:
+            yield from _purge.delete_steps(ids, digests)
+            if puts:
+                yield from self._put_steps(puts, doc_vecs)
+            forget = getattr(self.embeddings, "forget", None)
+            if forget is not None:
+                forget(digests)
+        return PurgeReport(per_ns, n_vec, n_cache, False)
 
     # -- TTL, cache --------------------------------------------------------------
 

@@ -63,7 +63,8 @@ def restore_steps(rows: Sequence[tuple[tuple[str, ...], str, Any]]) -> Steps:
     yield Exec(
         "UPDATE lmx_items i SET created_at = coalesce(d.c, i.created_at), "
         "updated_at = coalesce(d.u, i.updated_at), "
-        "expires_at = CASE WHEN i.ttl_minutes IS NULL THEN NULL "
+        # An absolute expiry (no ttl_minutes) was set by the put itself.
+        "expires_at = CASE WHEN i.ttl_minutes IS NULL THEN i.expires_at "
         "ELSE coalesce(d.e, i.expires_at) END "
         "FROM unnest(%s::text[], %s::text[], %s::timestamptz[], %s::timestamptz[], "
         "%s::timestamptz[]) AS d(prefix, key, c, u, e) "

@@ -13,14 +13,15 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from langgraph.store.base import Op, Result, TTLConfig
+from langgraph.store.base import Op, PutOp, Result, TTLConfig
 from psycopg.types import TypeInfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ...errors import StoreError
+from ...errors import InvalidValueError, StoreError
+from .._base import PurgeReport
 from .._ops import SearchMode
 from ..embeddings import IndexInput
-from . import _transfer
+from . import _purge, _reindex, _transfer
 from ._adapt import adapt, dumper_for
 from ._config import (
     LSN_QUERY,
@@ -40,6 +41,8 @@ from ._core import (
 )
 from ._deadline import WATCHDOG
 from ._errors import one_line, translate
+from ._ivf import load_steps
+from ._schema import hnsw_index_sql
 from ._tenants import PartitionMode
 
 __all__ = ["PoolConfig", "PostgresStore"]
@@ -385,6 +388,9 @@ class PostgresStore(PostgresCore):
             StoreError: the connection dropped or the server failed; nothing of
                 the batch was applied.
         """
+        return self._batch(ops, again=True)
+
+    def _batch(self, ops: Iterable[Op], again: bool) -> list[Result]:
         plan = self._plan(ops)
         vecs = self._embed_sync(plan)
         if self._replica_readable(plan):
@@ -392,7 +398,17 @@ class PostgresStore(PostgresCore):
             if out is not ON_PRIMARY:
                 return out
         self._ensure_tenants(self._write_prefixes(plan))
-        return self._run(self._batch_steps(plan, *vecs), "a batch", self._notes_writes(plan))
+        try:
+            return self._run(self._batch_steps(plan, *vecs), "a batch", self._notes_writes(plan))
+        except InvalidValueError:
+            # Embedded with the old embedder, run just after reindex's switch
+            # committed: once this object uses the new one, run it again.
+            switch = self._switch
+            if not again or not isinstance(ops, Sequence) or switch is None:
+                raise
+            if not switch.wait(60):
+                raise
+            return self._batch(ops, again=False)
 
     def _ensure_tenants(self, prefixes: list[str]) -> None:
         """The partitions a write needs, created before its transaction (see
@@ -416,6 +432,138 @@ class PostgresStore(PostgresCore):
     def sweep_ttl(self) -> int:
         """Delete expired items now (with their vectors); returns how many."""
         return int(self._run(self._sweep_steps(), "the TTL sweep"))
+
+    # -- changing the embedder ----------------------------------------------------
+
+    def reindex(
+        self,
+        index: Any = None,
+        *,
+        batch_size: int = 256,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, int]:
+        """Switch the store to the embedder of ``index`` while it serves (see
+        :meth:`SQLiteStore.reindex <langmem_ext.SQLiteStore.reindex>` and
+        :mod:`._reindex`): new vectors beside the old ones in batches,
+        searches on the old ones until one atomic switch, writes through this
+        store object embedded in both, resumable after a failure. Without
+        ``index``, embeds the items stored before the store had an embedder.
+        Other processes must reopen the store with the new ``index`` after
+        the switch. Returns ``{"embedded", "vectors", "dims"}``.
+
+        Examples:
+            >>> store.reindex({"embed": "local", "fields": ["content"]})  # doctest: +SKIP
+            {'embedded': 1000, 'vectors': 1000, 'dims': 384}
+        """
+        new, target, cfg = self._reindex_target(index, batch_size)
+        self._run(_reindex.prepare_steps(target), "a reindex")
+        total = int(self._run(_reindex.missing_steps(), "a reindex", write=False))
+        self._next = new
+        done = embedded = 0
+        n_vec: int | None = None
+        try:
+            for _ in range(100):
+                after = 0
+                while True:
+                    rows = self._run(
+                        _reindex.todo_steps(after, batch_size), "a reindex", write=False
+                    )
+                    if not rows:
+                        break
+                    after = int(rows[-1][0])
+                    batch = _reindex.texts(rows, new.fields)
+                    texts = [t for *_, fs in batch for _, t in fs]
+                    vecs = new.embeddings.embed_documents_array(texts) if texts else None
+                    n = int(self._run(_reindex.save_steps(batch, vecs), "a reindex"))
+                    embedded += n
+                    done = min(done + n, total)
+                    if progress is not None:
+                        progress(done, total)
+                if self.vector_index["kind"] == "ivf":
+                    lists = self.vector_index["lists"]
+                    self._run(_reindex.train_steps(lists, new.dims), "a reindex's cells")
+                self._switch = threading.Event()
+                try:
+                    n_vec = self._run(_reindex.switch_steps(new.dims), "a reindex's switch")
+                    if n_vec is not None:
+                        self._adopt(cfg, new)
+                finally:
+                    self._switch.set()
+                if n_vec is not None:
+                    break
+            else:  # pragma: no cover - writers outpacing the rebuild 100 times
+                raise StoreError("reindex could not catch up with the writes; run it again")
+        finally:
+            self._next = None
+        # The planner's statistics still describe the old vectors (the vector
+        # search sizes its probes by them): refreshed now, not at autovacuum's pace.
+        self._run(_reindex.index_steps("ANALYZE lmx_vectors"), "a reindex", autocommit=True)
+        if self.vector_index["kind"] == "ivf":
+            cells = self._run(load_steps(), "loading the vector index's cells", write=False)
+            self.cells, self._waiting = cells, cells is not None
+        if self.vector_index["kind"] == "hnsw":
+            vi = self.vector_index
+            sql = hnsw_index_sql(new.dims, vi["m"], vi["ef_construction"], self.distance_type)
+            self._run(_reindex.index_steps(sql), "building the vector index", autocommit=True)
+        if progress is not None:
+            progress(total, total)
+        return {"embedded": embedded, "vectors": int(n_vec or 0), "dims": int(new.dims)}
+
+    # -- erasure -----------------------------------------------------------------
+
+    def purge(
+        self,
+        prefixes: Sequence[tuple[str, ...]] = (),
+        keys: Sequence[tuple[tuple[str, ...], str]] = (),
+        *,
+        puts: Sequence[PutOp] = (),
+        dry_run: bool = False,
+        rewrite: bool = True,
+    ) -> PurgeReport:
+        """Erase for good: every item in each namespace of ``prefixes`` and
+        below it and the items ``keys`` names, with their vectors, the
+        embedding-cache entries of their texts and every cached query, then
+        ``puts`` (a record of the erasure), in one transaction; then a vacuum
+        of the touched tables and a rebuild of the keyword and vector indexes
+        (see :mod:`._purge`; an erase run again after a crash finishes it).
+        ``dry_run`` counts without changing anything. ``rewrite=False`` skips
+        the table rewrite (``VACUUM FULL``, which locks each table while it is
+        copied): nothing is locked, but the freed bytes stay in the files
+        until new rows overwrite them.
+
+        Examples:
+            >>> store.put(("user", "ada"), "m1", {"text": "allergic to peanuts"})  # doctest: +SKIP
+            >>> store.purge([("user", "ada")]).namespaces  # doctest: +SKIP
+            {('user', 'ada'): 1}
+        """
+        prepared: list[Any] = []
+        doc_vecs = None
+        if puts:
+            plan = self._plan(list(puts))
+            prepared = list(plan.puts)
+            doc_vecs, _ = self._embed_sync(plan)
+        steps = self._purge_steps(list(prefixes), list(keys), prepared, doc_vecs, dry_run)
+        report: PurgeReport = self._run(steps, "an erase", write=not dry_run)
+        if dry_run:
+            return report
+        self._run(_purge.scrub_steps(rewrite), "an erase's vacuum", autocommit=True)
+        return report._replace(scrubbed=True)
+
+    async def apurge(
+        self,
+        prefixes: Sequence[tuple[str, ...]] = (),
+        keys: Sequence[tuple[tuple[str, ...], str]] = (),
+        *,
+        puts: Sequence[PutOp] = (),
+        dry_run: bool = False,
+        rewrite: bool = True,
+    ) -> PurgeReport:
+        """Async :meth:`purge` (in a worker thread)."""
+        import asyncio
+
+        return await asyncio.to_thread(
+            self.purge, prefixes, keys, puts=puts, dry_run=dry_run, rewrite=rewrite
+        )
 
     # -- tenants -----------------------------------------------------------------
 

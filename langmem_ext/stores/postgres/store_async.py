@@ -15,15 +15,16 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from langgraph.store.base import Op, Result, TTLConfig
+from langgraph.store.base import Op, PutOp, Result, TTLConfig
 from psycopg.types import TypeInfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from ...errors import InvalidValueError
 from .._async_ttl import AsyncTTLSweeper
+from .._base import PurgeReport
 from .._ops import SearchMode
 from ..embeddings import IndexInput
-from . import _transfer
+from . import _purge, _transfer
 from ._adapt import adapt, dumper_for
 from ._config import (
     LSN_QUERY,
@@ -423,6 +424,33 @@ class AsyncPostgresStore(AsyncTTLSweeper, PostgresCore):  # type: ignore[misc]
         return int(await self._run(self._sweep_steps(), "the TTL sweep"))
 
     asweep_ttl = sweep_ttl
+
+    # -- erasure -----------------------------------------------------------------
+
+    async def purge(
+        self,
+        prefixes: Sequence[tuple[str, ...]] = (),
+        keys: Sequence[tuple[tuple[str, ...], str]] = (),
+        *,
+        puts: Sequence[PutOp] = (),
+        dry_run: bool = False,
+        rewrite: bool = True,
+    ) -> PurgeReport:
+        """See :meth:`PostgresStore.purge <langmem_ext.PostgresStore.purge>` (awaitable)."""
+        prepared: list[Any] = []
+        doc_vecs = None
+        if puts:
+            plan = self._plan(list(puts))
+            prepared = list(plan.puts)
+            doc_vecs, _ = await self._embed_async(plan)
+        steps = self._purge_steps(list(prefixes), list(keys), prepared, doc_vecs, dry_run)
+        report: PurgeReport = await self._run(steps, "an erase", write=not dry_run)
+        if dry_run:
+            return report
+        await self._run(_purge.scrub_steps(rewrite), "an erase's vacuum", autocommit=True)
+        return report._replace(scrubbed=True)
+
+    apurge = purge
 
     # -- tenants -----------------------------------------------------------------
 

@@ -369,7 +369,7 @@ def apply_puts(
             if old is not None:
                 deleted.append(old)
             continue
-        expires = now + p.ttl * 60.0 if p.ttl is not None else None
+        expires = now + p.ttl * 60.0 if p.ttl is not None else p.expires_at
         if old is None:
             item_id, next_id = next_id, next_id + 1
             inserts.append((item_id, prefix, key, p.value_json, now_iso, now_iso, expires, p.ttl))

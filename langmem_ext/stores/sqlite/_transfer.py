@@ -70,7 +70,9 @@ def restore(conn: sqlite3.Connection, rows: Sequence[tuple[tuple[str, ...], str,
     conn.executemany(
         "UPDATE items SET created_at = coalesce(?, created_at), "
         "updated_at = coalesce(?, updated_at), "
-        "expires_at = CASE WHEN ttl_minutes IS NULL THEN NULL ELSE coalesce(?, expires_at) END "
+        # An absolute expiry (no ttl_minutes) was set by the put itself.
+        "expires_at = CASE WHEN ttl_minutes IS NULL THEN expires_at "
+        "ELSE coalesce(?, expires_at) END "
         "WHERE prefix = ? AND key = ?",
         [
             (

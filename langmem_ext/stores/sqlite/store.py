@@ -8,6 +8,7 @@ import os
 import sqlite3
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -17,21 +18,24 @@ from langgraph.store.base import (
     GetOp,
     ListNamespacesOp,
     Op,
+    PutOp,
     Result,
     TTLConfig,
 )
 
 from ...errors import ConfigurationError, StoreError
-from .._base import BatchPlan, HybridStore
+from .._base import BatchPlan, HybridStore, PurgeReport, UnembeddedItemsWarning, langgraph_index
 from .._ops import (
     HybridSearchOp,
     PreparedPut,
     SearchMode,
+    check_count,
     iso_now,
 )
 from .._vector_index import VectorIndex
-from ..embeddings import IndexInput
-from . import _exec, _transfer, _vectors
+from ..embeddings import IndexInput, resolve_index
+from ..rerankers import reranker_from
+from . import _exec, _purge, _reindex, _transfer, _vectors
 from ._sql import sql_json_equal
 from .schema import migrate, register_functions
 
@@ -109,6 +113,8 @@ class SQLiteStore(HybridStore):
         # Vector segments by file name, mapped once (":memory:" stores keep theirs here).
         self._segments: dict[str, Any] = {}
         self._rebuilt: Any = None
+        # The index being built by reindex(), while it runs.
+        self._next: Any = None
         self.synchronous = synchronous.upper()
         if self.synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise ConfigurationError(
@@ -212,6 +218,9 @@ class SQLiteStore(HybridStore):
             # transaction behind its back.
             if given is None:
                 if self.path != ":memory:":
+                    # Only takes effect on a new file: free pages can then be
+                    # released (an erase does), without rewriting the whole file.
+                    conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
                     conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             conn.execute("PRAGMA foreign_keys = ON")
@@ -228,6 +237,9 @@ class SQLiteStore(HybridStore):
                 conn.close()
             raise
         self._conn = conn
+        if _purge.pending(conn):
+            # An erase committed but did not finish overwriting (a crash): finish now.
+            self._scrub()
         return conn
 
     async def _off_loop(self, fn: Callable[..., T], *args: Any) -> T:
@@ -240,6 +252,19 @@ class SQLiteStore(HybridStore):
     def _check_meta(self, conn: sqlite3.Connection) -> None:
         if self._index is None or self._index.dims is None:
             return
+        if (
+            self.embeddings is not None
+            and conn.execute("SELECT 1 FROM vectors LIMIT 1").fetchone() is None
+            and conn.execute("SELECT 1 FROM items_fts LIMIT 1").fetchone() is not None
+        ):
+            warnings.warn(
+                f"{self.path!r} holds items stored without an embedder: vector and hybrid "
+                "search do not find them until they are embedded. Run store.reindex() once to "
+                f"embed them (from a shell: langmem-ext store reindex --db {self.path} --to "
+                "<embedder>)",
+                UnembeddedItemsWarning,
+                stacklevel=4,
+            )
         row = conn.execute("SELECT value FROM meta WHERE key = 'dims'").fetchone()
         stored = conn.execute("SELECT length(embedding) FROM vectors LIMIT 1").fetchone()
         if stored is not None and stored[0] != 4 * self._index.dims:
@@ -287,7 +312,7 @@ class SQLiteStore(HybridStore):
         emb = self.embeddings
         doc_vecs = emb.embed_documents_array(plan.doc_texts) if plan.doc_texts else None  # type: ignore[union-attr]
         query_vecs = {q: emb.embed_query_array(q) for q in plan.queries}  # type: ignore[union-attr]
-        return self._run(plan, doc_vecs, query_vecs)
+        return self._run(plan, doc_vecs, query_vecs, emb)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async :meth:`batch`: embeddings use the embedder's async methods; the
@@ -297,10 +322,15 @@ class SQLiteStore(HybridStore):
         doc_vecs = await emb.aembed_documents_array(plan.doc_texts) if plan.doc_texts else None  # type: ignore[union-attr]
         qs = list(plan.queries)
         vecs = await asyncio.gather(*(emb.aembed_query_array(q) for q in qs)) if qs else []  # type: ignore[union-attr]
-        return await self._off_loop(self._run, plan, doc_vecs, dict(zip(qs, vecs, strict=True)))
+        queries = dict(zip(qs, vecs, strict=True))
+        return await self._off_loop(self._run, plan, doc_vecs, queries, emb)
 
     def _run(
-        self, plan: BatchPlan, doc_vecs: np.ndarray | None, qarrays: dict[str, np.ndarray]
+        self,
+        plan: BatchPlan,
+        doc_vecs: np.ndarray | None,
+        qarrays: dict[str, np.ndarray],
+        emb: Any = None,
     ) -> list[Result]:
         results: list[Result] = [None] * plan.n
         omit = self.ttl_config is None or self.ttl_config.get("omit_expired", True)
@@ -311,6 +341,9 @@ class SQLiteStore(HybridStore):
                 vectors[i] = doc_vecs[pos : pos + len(p.fields)]
                 pos += len(p.fields)
         with self._lock:
+            if emb is not self.embeddings and self.embeddings is not None and qarrays:
+                # reindex() switched embedders since these queries were embedded.
+                qarrays = {q: self.embeddings.embed_query_array(q) for q in qarrays}
             now = time.time()
             live_now = now if omit else None
             refresh: list[int] = []
@@ -372,9 +405,14 @@ class SQLiteStore(HybridStore):
         return self._txn(immediate=True)
 
     def _write(self, puts: list[PreparedPut], vectors: dict[int, np.ndarray]) -> None:
+        nxt = self._next
+        # A rebuild is running: the new space gets this write too.
+        pre = _reindex.embed_puts(puts, nxt.fields, nxt.embeddings) if nxt is not None else None
         with self._txn(immediate=True) as conn:
             before = _exec.generation(conn)
             cache, dropped = _exec.apply_puts(conn, puts, vectors, iso_now(), time.time())
+            if pre is not None and self._next is not None:
+                _reindex.save_puts(conn, pre)
             after = _exec.bump_generation(conn)
             log_size = _vectors.log_changes(conn, after, [*cache, *dropped])
         self._apply_to_cache(before, after, cache, dropped)
@@ -448,6 +486,237 @@ class SQLiteStore(HybridStore):
         """Async :meth:`sweep_ttl`."""
         return await self._off_loop(self.sweep_ttl)
 
+    # -- changing the embedder --------------------------------------------------
+
+    def reindex(
+        self,
+        index: IndexInput | None = None,
+        *,
+        batch_size: int = 256,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, int]:
+        """Switch the store to the embedder of ``index`` while it serves: new
+        vectors are built beside the old ones in batches, searches use the old
+        ones until one atomic switch, writes made meanwhile (by this store
+        object) are embedded in both, and the old vectors are dropped at the
+        switch. Items, keys and timestamps are untouched. A run that stops
+        (an embedder failure, a crash) leaves the store serving the old
+        vectors; calling it again resumes where it stopped.
+
+        Without ``index``, the store's own embedder embeds what it lacks
+        vectors for: items stored before the store had an embedder.
+        ``progress(done, total)`` is called after each batch. Other processes
+        must reopen the store with the new ``index`` after the switch.
+
+        Returns ``{"embedded", "vectors", "dims"}``.
+
+        Examples:
+            >>> store = SQLiteStore()  # no embedder: keyword search only
+            >>> store.put(("user", "ada"), "m1", {"content": "Allergic to peanuts"})
+            >>> store.reindex({"embed": "local", "fields": ["content"]})["embedded"]
+            1
+            >>> store.search(("user", "ada"), query="food allergy", mode="vector")[0].key
+            'm1'
+        """
+        target_cfg = self.index_config if index is None else index
+        if target_cfg is None:
+            raise ConfigurationError(
+                "reindex needs an index with an embedder, e.g. {'embed': 'local'}: this "
+                "store has none"
+            )
+        _, reranker = reranker_from(target_cfg)
+        resolved, _, _ = langgraph_index(target_cfg)
+        new = resolve_index(resolved, backend=_CacheBackend(self))
+        if new is None or new.embeddings is None or new.dims is None:
+            raise ConfigurationError(
+                f"reindex needs an index with an embedder and its dims, got {target_cfg!r}"
+            )
+        check_count(batch_size, "batch_size")
+        # An embedder that cannot be named (a function, an unnamed object)
+        # matches a stopped run by its dims alone.
+        model = new.embeddings.model_id if new.embeddings.persistent else None
+        target = {"dims": new.dims, "model": model}
+        with self._lock, self._txn(immediate=True) as conn:
+            _reindex.prepare(conn, target)
+            total = _reindex.missing(conn)
+            self._next = new
+        done = embedded = 0
+        # The rebuild reads and writes on a connection of its own, so this
+        # store object's searches never wait for it (WAL: readers go on
+        # beside a writer); only the switch takes the store's lock.
+        side = self._side_connection()
+        try:
+            # Passes until nothing is left: writes of other processes during a
+            # pass are picked up by the next one.
+            for _ in range(100):
+                after = 0
+                while True:
+                    rows = _reindex.todo(side, after, max(batch_size, 1))
+                    if not rows:
+                        break
+                    after = rows[-1][0]
+                    batch = _reindex.texts(rows, new.fields)
+                    texts = [t for _, _, fs in batch for _, t in fs]
+                    vecs = new.embeddings.embed_documents_array(texts) if texts else None
+                    with _side_txn(side, self.path):
+                        n = _reindex.save(side, batch, vecs)
+                    embedded += n
+                    done = min(done + n, total)
+                    if progress is not None:
+                        progress(done, total)
+                if _reindex.missing(side):
+                    continue
+                with self._lock, self._txn(immediate=True) as conn:
+                    if _reindex.missing(conn):
+                        continue
+                    n_vec = _reindex.switch(conn, new.dims)
+                    _exec.bump_generation(conn)
+                    self._adopt(target_cfg, new, reranker)
+                    break
+            else:  # pragma: no cover - writers outpacing the rebuild 100 times
+                raise StoreError("reindex could not catch up with the writes; run it again")
+        finally:
+            self._next = None
+            side.close()
+        if progress is not None:
+            progress(total, total)
+        return {"embedded": embedded, "vectors": n_vec, "dims": new.dims}
+
+    def _side_connection(self) -> sqlite3.Connection:
+        """Another connection to the file (a ``:memory:`` store has only its own)."""
+        if self.path == ":memory:" or self.path.startswith("file:"):
+            return _Shared(self)  # type: ignore[return-value]
+        conn = sqlite3.connect(
+            self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+        )
+        register_functions(conn)
+        conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        return conn
+
+    async def areindex(
+        self,
+        index: IndexInput | None = None,
+        *,
+        batch_size: int = 256,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, int]:
+        """Async :meth:`reindex` (in a worker thread)."""
+        return await asyncio.to_thread(
+            self.reindex, index, batch_size=batch_size, progress=progress
+        )
+
+    def _adopt(self, index: Any, new: Any, reranker: Any) -> None:
+        """Use the new embedder from the switch on (under the store's lock)."""
+        self.index_config = dict(index) if isinstance(index, dict) else index
+        if isinstance(self.index_config, dict):
+            self.index_config.setdefault("dims", new.dims)
+        self._index = new
+        self.embeddings = new.embeddings
+        self._reranker = reranker or self._reranker
+        self._vectors = VectorIndex(new.dims)
+        self._segments.clear()
+        if self.search_mode == "keyword" and getattr(self, "_keyword_by_default", True):
+            self.search_mode = "hybrid"
+
+    # -- erasure ---------------------------------------------------------------
+
+    def purge(
+        self,
+        prefixes: Sequence[tuple[str, ...]] = (),
+        keys: Sequence[tuple[tuple[str, ...], str]] = (),
+        *,
+        puts: Sequence[PutOp] = (),
+        dry_run: bool = False,
+    ) -> PurgeReport:
+        """Erase for good: every item in each namespace of ``prefixes`` and
+        below it, and the items ``keys`` names, with their vectors, keyword
+        entries and the embedding-cache entries of their texts (and every
+        cached query), then ``puts`` (a record of the erasure), all in one
+        transaction. The deleted bytes are overwritten in the file, the WAL is
+        truncated and the vector segment files are rewritten (see
+        :mod:`._purge`; after a crash the next open finishes that).
+        ``dry_run`` counts without changing anything.
+
+        Examples:
+            >>> store = SQLiteStore()
+            >>> store.put(("user", "ada"), "m1", {"text": "allergic to peanuts"})
+            >>> store.purge([("user", "ada")])["namespaces"]
+            {('user', 'ada'): 1}
+            >>> store.get(("user", "ada"), "m1") is None
+            True
+        """
+        plan = self._plan(list(puts)) if puts else None
+        doc_vecs = None
+        if plan is not None and plan.doc_texts and self.embeddings is not None:
+            doc_vecs = self.embeddings.embed_documents_array(plan.doc_texts)
+        return self._purge(list(prefixes), list(keys), plan, doc_vecs, dry_run)
+
+    async def apurge(
+        self,
+        prefixes: Sequence[tuple[str, ...]] = (),
+        keys: Sequence[tuple[tuple[str, ...], str]] = (),
+        *,
+        puts: Sequence[PutOp] = (),
+        dry_run: bool = False,
+    ) -> PurgeReport:
+        """Async :meth:`purge`."""
+        return await asyncio.to_thread(self.purge, prefixes, keys, puts=puts, dry_run=dry_run)
+
+    def _purge(
+        self,
+        prefixes: list[tuple[str, ...]],
+        keys: list[tuple[tuple[str, ...], str]],
+        plan: BatchPlan | None,
+        doc_vecs: np.ndarray | None,
+        dry_run: bool,
+    ) -> PurgeReport:
+        fields = self._index.fields if self._index else None
+        with self._lock:
+            conn = self._connect()
+            if dry_run:
+                with self._txn(immediate=False) as c:
+                    ids, per_ns, n_vec, digests = _purge.collect(c, prefixes, keys, fields)
+                    n_cache = _purge.cache_entries(c, digests)
+                return PurgeReport(per_ns, n_vec, n_cache, False)
+            conn.execute("PRAGMA secure_delete = ON")
+            try:
+                with self._txn(immediate=True) as c:
+                    ids, per_ns, n_vec, digests = _purge.collect(c, prefixes, keys, fields)
+                    n_cache = _purge.cache_entries(c, digests)
+                    if ids:
+                        _purge.delete(c, ids, digests)
+                        after = _exec.bump_generation(c)
+                        _vectors.log_changes(c, after, ids)
+                    if plan is not None and plan.puts:
+                        vectors: dict[int, np.ndarray] = {}
+                        pos = 0
+                        for i, p in enumerate(plan.puts):
+                            if p.fields and doc_vecs is not None:
+                                vectors[i] = doc_vecs[pos : pos + len(p.fields)]
+                                pos += len(p.fields)
+                        _exec.apply_puts(c, plan.puts, vectors, iso_now(), time.time())
+                        _exec.bump_generation(c)
+                forget = getattr(self.embeddings, "forget", None)
+                if forget is not None:
+                    forget(digests)
+                scrubbed = self._scrub()
+            finally:
+                conn.execute("PRAGMA secure_delete = OFF")
+        return PurgeReport(per_ns, n_vec, n_cache, scrubbed)
+
+    def _scrub(self) -> bool:
+        conn = self._connect()
+        conn.execute("PRAGMA secure_delete = ON")
+        try:
+            dims = self._index.dims if self._index is not None else None
+            done = _purge.scrub(conn, self._write_txn, self._segdir, self._segments, dims)
+        finally:
+            conn.execute("PRAGMA secure_delete = OFF")
+        if self._vectors is not None:
+            self._vectors.clear()
+        return done
+
     # -- export/import (see stores.transfer) ------------------------------------
 
     def _transfer_page(
@@ -491,6 +760,46 @@ class SQLiteStore(HybridStore):
                 "VALUES (?, ?, ?, ?)",
                 rows,
             )
+
+
+class _Shared:
+    """The store's own connection, used under its lock (an in-memory store has
+    no other connection to its data)."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
+
+    def execute(self, *args: Any) -> Any:
+        with self._store._lock:
+            return self._store._connect().execute(*args)
+
+    def executemany(self, *args: Any) -> Any:
+        with self._store._lock:
+            return self._store._connect().executemany(*args)
+
+    def close(self) -> None:
+        pass
+
+
+@contextmanager
+def _side_txn(conn: Any, path: str) -> Iterator[Any]:
+    if isinstance(conn, _Shared):
+        with conn._store._lock, conn._store._txn(immediate=True) as c:
+            yield c
+        return
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.Error as e:
+        raise _translate(e, path) from e
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException as e:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        if isinstance(e, sqlite3.Error):
+            raise _translate(e, path) from e
+        raise
 
 
 class _CacheBackend:
