@@ -111,7 +111,7 @@ class ExpectedFact:
     #: When it began to hold: ``{"date": "2026-02-01", "precision": "month"}``,
     #: None for "no date" (it must stay unknown), :data:`UNDATED` when the set
     #: does not say (not scored).
-    valid_at: dict[str, str] | None | str = "unscored"
+    valid_at: dict[str, str] | str | None = "unscored"
 
 
 #: ``ExpectedFact.valid_at`` of a fact whose date is not scored.
@@ -350,13 +350,14 @@ def evaluate(
             (kept across cases, as an application keeps it).
         cases: default :func:`load_cases`.
         settings: reflection settings (default ones, with a short backoff).
-        embed: the store's embedder (``"local"`` by default, as in an
-            application); None for keyword search and text similarity only.
+        embed: the store's embedder and screening's (``"local"`` by default,
+            as in an application); None for keyword search, text similarity
+            and screening by words only.
         label: the model's name in the report.
         on_case: called with each case's score as soon as it is known.
     """
     extractor = model if isinstance(model, FactExtractor) else FactExtractor(model)
-    settings = settings or ReflectionSettings(backoff=0.1)
+    settings = settings or ReflectionSettings(backoff=0.1, embeddings=embed)
     name = label or _label(extractor)
     report = EvalReport(name)
     for case in load_cases() if cases is None else cases:
@@ -368,7 +369,7 @@ def evaluate(
 
 
 def _label(extractor: FactExtractor) -> str:
-    model = extractor._model
+    model = getattr(extractor._calls, "_model", None)
     if isinstance(model, str):
         return model
     return str(getattr(model, "model_name", None) or getattr(model, "_llm_type", "model"))
@@ -408,7 +409,9 @@ def _run_case(
                 stored.update({f.id: _Stored(f.id, n, f.content) for f in result.added})
                 retired += [*result.superseded, *result.removed]
                 score.screened_out += len(result.dropped)
-                score.screened += [(d.content, d.reason, _kind(d.content, turn)) for d in result.dropped]
+                score.screened += [
+                    (d.content, d.reason, _kind(d.content, turn)) for d in result.dropped
+                ]
             score.model_calls += extractor.calls - before
             score.turns += 1
     facts = engine.get_profile(ctx).facts
@@ -589,12 +592,12 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 def _user_sentences(turn: EvalTurn) -> list[str]:
     return [
-        s.strip(" -\"«»")
+        s.strip(' -"«»')
         for role, text in turn.messages
         if role == "user"
         for line in text.splitlines()
         for s in _SENTENCE.split(line)
-        if s.strip(" -\"«»")
+        if s.strip(' -"«»')
     ]
 
 

@@ -53,7 +53,11 @@ def eval_extraction(
         typer.Option(help="Only the cases of this half of the set: 'dev' or 'heldout'."),
     ] = None,
     embed: Annotated[
-        str, typer.Option(help="The store's embedder: 'local' or 'none' (keyword only).")
+        str,
+        typer.Option(
+            help="The store's embedder and screening's: 'local' or 'none' (keyword search "
+            "and screening by words only)."
+        ),
     ] = "local",
     timeout: Annotated[float, typer.Option(help="Seconds per model call.")] = 120.0,
     max_tokens: Annotated[int, typer.Option(help="Output cap of each model call.")] = 1024,
@@ -84,7 +88,11 @@ def eval_extraction(
     if method not in ("auto", "tool", "json"):
         raise typer.BadParameter(f"--method must be auto, tool or json, got {method!r}")
     try:
-        settings = ReflectionSettings(backoff=0.1, context_tokens=context_tokens)
+        settings = ReflectionSettings(
+            backoff=0.1,
+            context_tokens=context_tokens,
+            embeddings=None if embed == "none" else "local",
+        )
     except ValueError as e:
         raise typer.BadParameter(str(e)) from e
     limits = {"max_tokens": max_tokens, "timeout": timeout}

@@ -64,7 +64,7 @@ from ...engine import (
     Operation,
 )
 from ...errors import ExtractionError
-from .ask import ask_steps
+from .ask import ask_steps, meaning_steps
 from .dating import dated
 from .extract import (
     ASSISTANT_LABEL,
@@ -73,7 +73,8 @@ from .extract import (
     _known,
     format_turns,
 )
-from .screen import cut, named_corrections
+from .meaning import screen_embedder
+from .screen import cut, meaning_corrections, named_corrections
 from .settings import (
     CONTEXT_MARGIN,
     MIN_TURN_TOKENS,
@@ -218,7 +219,9 @@ def reflect_steps(
                     budget.turns,
                 )
                 continue
-            facts = named_corrections(_checked_replaces(facts, related, result), related, chunk)
+            facts = yield from _corrections(
+                _checked_replaces(facts, related, result), related, chunk, settings
+            )
             facts = dated(facts, chunk, config=config, now=env.now)
             provenance: dict[str, Any] = {
                 # Marks the facts the profile cap may archive (never the user's own).
@@ -240,6 +243,24 @@ def reflect_steps(
             value = {"last_message_id": chunk[-1].id, "thread_id": thread_id, "at": env.stamp}
             yield Batch([PutOp(cursor_ns, key, value, False)])
     return result
+
+
+def _corrections(
+    facts: list[FactCandidate],
+    shown: list[Fact],
+    turns: list[BaseMessage],
+    settings: ReflectionSettings,
+) -> Operation[list[FactCandidate]]:
+    """Corrections tied to the known facts they replace: by meaning with the
+    settings' embedder (:func:`.screen.meaning_corrections`), else by the
+    user's words (:func:`.screen.named_corrections`)."""
+    if not facts or not shown:
+        return facts
+    texts = list(dict.fromkeys([*(f.content for f in facts), *(k.content for k in shown)]))
+    meaning = yield from meaning_steps(screen_embedder(settings.embeddings), texts)
+    if meaning is None:
+        return named_corrections(facts, shown, turns)
+    return meaning_corrections(facts, shown, turns, meaning)
 
 
 def _shown_fact(value: str, shown: list[Fact]) -> str | None:
