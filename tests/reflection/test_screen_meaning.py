@@ -252,3 +252,21 @@ def test_a_replaces_naming_an_unrelated_fact_is_cleared(engine, ctx, reflect, ca
     result = reflect(ex, turn("We adopted a tabby cat, Pixel.", "Cute!"), config_for(ctx))
     assert contents(engine, ctx) == ["Has a tabby cat called Pixel", "Works at Renault"]
     assert result.superseded == [] and "about something else" in caplog.text
+
+
+def test_a_fact_in_another_language_than_the_users_words_is_dated_from_the_sentence_it_restates(
+    engine, ctx, reflect
+):
+    """No word of "Owns an electric car" is in the German sentence, so the
+    date reader found no clause to read "Vorgestern" from; by meaning it does."""
+    said = [
+        HumanMessage(
+            "Vorgestern habe ich mir ein E-Auto gekauft.",
+            id="h1",
+            additional_kwargs={"timestamp": "2026-07-08T12:00:00+02:00"},
+        ),
+        AIMessage("Glückwunsch!", id="a1"),
+    ]
+    reflect(make_executor([[fact("Owns an electric car")]], engine), said, config_for(ctx))
+    [stored] = engine.get_profile(ctx).facts
+    assert stored.valid_at is not None and stored.valid_at.startswith("2026-07-06")

@@ -442,6 +442,13 @@ class Meaning:
         statements = [*turn.statements, *(p for p in turn.own_parts if not _QUESTION.search(p))]
         return self.best(text, statements) >= USER_ALIGNED
 
+    def restated(self, text: str, turn: TurnText) -> str | None:
+        """The user's own statement ``text`` restates (the closest, at
+        :data:`USER_ALIGNED` or closer), None when it restates none."""
+        pool = [p for p in turn.own_parts if not _QUESTION.search(p)]
+        best = max(pool, key=lambda p: self.sim(text, p), default=None)
+        return best if best is not None and self.sim(text, best) >= USER_ALIGNED else None
+
     def same_slot(self, a: str, b: str) -> bool:
         """Whether two facts are about the same thing (:data:`SAME_SLOT`)."""
         return self.sim(a, b) >= SAME_SLOT

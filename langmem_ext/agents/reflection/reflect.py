@@ -73,7 +73,7 @@ from .extract import (
     _known,
     format_turns,
 )
-from .meaning import screen_embedder
+from .meaning import Meaning, screen_embedder, texts_of, turn_text
 from .screen import cut, meaning_corrections, named_corrections
 from .settings import (
     CONTEXT_MARGIN,
@@ -219,10 +219,12 @@ def reflect_steps(
                     budget.turns,
                 )
                 continue
-            facts = yield from _corrections(
+            facts, meaning = yield from _corrections(
                 _checked_replaces(facts, related, result), related, chunk, settings
             )
-            facts = dated(facts, chunk, config=config, now=env.now)
+            facts = dated(
+                facts, chunk, config=config, now=env.now, sources=_sources(facts, chunk, meaning)
+            )
             provenance: dict[str, Any] = {
                 # Marks the facts the profile cap may archive (never the user's own).
                 "source": REFLECTION_SOURCE,
@@ -250,17 +252,32 @@ def _corrections(
     shown: list[Fact],
     turns: list[BaseMessage],
     settings: ReflectionSettings,
-) -> Operation[list[FactCandidate]]:
+) -> Operation[tuple[list[FactCandidate], Meaning | None]]:
     """Corrections tied to the known facts they replace: by meaning with the
     settings' embedder (:func:`.screen.meaning_corrections`), else by the
-    user's words (:func:`.screen.named_corrections`)."""
-    if not facts or not shown:
-        return facts
-    texts = list(dict.fromkeys([*(f.content for f in facts), *(k.content for k in shown)]))
+    user's words (:func:`.screen.named_corrections`); and the meaning of the
+    facts and the turn (for dating)."""
+    if not facts:
+        return facts, None
+    part = turn_text(turns)
+    texts = texts_of(part, (f.content for f in facts), (k.content for k in shown))
     meaning = yield from meaning_steps(screen_embedder(settings.embeddings), texts)
+    if not shown:
+        return facts, meaning
     if meaning is None:
-        return named_corrections(facts, shown, turns)
-    return meaning_corrections(facts, shown, turns, meaning)
+        return named_corrections(facts, shown, turns), None
+    return meaning_corrections(facts, shown, turns, meaning), meaning
+
+
+def _sources(
+    facts: list[FactCandidate], turns: list[BaseMessage], meaning: Meaning | None
+) -> dict[str, str]:
+    """Each fact's content -> the user's statement it restates in meaning."""
+    if meaning is None:
+        return {}
+    part = turn_text(turns)
+    found = {f.content: meaning.restated(f.content, part) for f in facts}
+    return {k: v for k, v in found.items() if v}
 
 
 def _shown_fact(value: str, shown: list[Fact]) -> str | None:
