@@ -17,7 +17,8 @@ wohne in Hamburg" are close whatever the language of the fact and the turn:
 
 * :meth:`Meaning.source`: which part of the turn a fact is closest to
   (``"user"``, ``"assistant"``, ``"pasted"``), with the margins
-  :data:`ASSISTANT_MARGIN` and :data:`PASTE_MARGIN`;
+  :data:`ASSISTANT_MARGIN` and :data:`PASTE_MARGIN`, at :data:`SOURCE_FLOOR`
+  or closer;
 * :meth:`Meaning.small_talk`: whether a fact is closer to greetings, thanks
   and goodbyes (:data:`SMALL_TALK_EXAMPLES`) than to statements about
   oneself (:data:`STATEMENT_EXAMPLES`), by :data:`SMALL_TALK_MARGIN`; the
@@ -68,6 +69,7 @@ __all__ = [
     "SAME_SLOT",
     "SMALL_TALK_EXAMPLES",
     "SMALL_TALK_MARGIN",
+    "SOURCE_FLOOR",
     "STATEMENT_EXAMPLES",
     "USER_ALIGNED",
     "Meaning",
@@ -90,6 +92,9 @@ QUOTE_CHARS = 40
 ASSISTANT_MARGIN = 0.04
 #: ... and text the user pasted, when closer to a pasted line by more than this.
 PASTE_MARGIN = 0.02
+#: Either only when it is at least this close to that sentence: a fact far
+#: from everything said ("Likes tea" after "Nice!") is no copy of anything.
+SOURCE_FLOOR = 0.85
 #: Small talk: closer to :data:`SMALL_TALK_EXAMPLES` than to
 #: :data:`STATEMENT_EXAMPLES` by more than this.
 SMALL_TALK_MARGIN = 0.04
@@ -421,9 +426,10 @@ class Meaning:
             "assistant": self.best(text, turn.assistant),
             "pasted": self.best(text, turn.pasted),
         }
-        if sims["pasted"] > sims["user"] + PASTE_MARGIN and sims["pasted"] >= sims["assistant"]:
+        pasted, assistant, user = sims["pasted"], sims["assistant"], sims["user"]
+        if pasted >= SOURCE_FLOOR and pasted > user + PASTE_MARGIN and pasted >= assistant:
             return "pasted", sims
-        if sims["assistant"] > sims["user"] + ASSISTANT_MARGIN:
+        if assistant >= SOURCE_FLOOR and assistant > user + ASSISTANT_MARGIN:
             return "assistant", sims
         return "user", sims
 
