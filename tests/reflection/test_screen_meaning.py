@@ -94,11 +94,23 @@ def test_the_structure_of_a_message_tells_pasted_text_from_the_users_own():
 )
 def test_small_talk_in_other_words_and_languages_is_not_stored(engine, ctx, reflect, said):
     """The word list knew "thanks" and "bye"; the meaning knows these too."""
-    model = ScriptedExtractionModel([[fact(said)]])
+    model = ScriptedExtractionModel([[fact(said), fact("Glad to help!")]])
     result = reflect(make_executor(model, engine), turn(said, "Glad to help!"), config_for(ctx))
     assert contents(engine, ctx) == []
-    assert [d.reason for d in result.dropped] == ["small_talk"]
+    assert {d.reason for d in result.dropped} == {"small_talk"}
     assert result.model_calls == 1  # small talk is nothing to ask again for
+
+
+def test_a_turn_of_small_talk_is_not_asked_again_when_the_answer_was_the_assistants(
+    engine, ctx, reflect
+):
+    """A real 0.5B model answered "Thanks a ton, legend!" with the assistant's
+    line; the user said nothing to ask again for (the re-ask made it invent
+    "Legend is a legend")."""
+    said = turn("Thanks a ton, legend!", "Anytime! Enjoy the cabin and the hot tub at the lake.")
+    model = ScriptedExtractionModel([[fact("Enjoys the cabin and the hot tub at the lake")]])
+    result = reflect(make_executor(model, engine), said, config_for(ctx))
+    assert contents(engine, ctx) == [] and result.model_calls == 1
 
 
 @pytest.mark.parametrize(

@@ -186,7 +186,7 @@ def ask_steps(
             not kept
             and shown_turns is turns
             and any(d.reason in _MISREAD for d in dropped)
-            and user_statements(turns)
+            and user_statements(turns, meaning)
         ):
             # A small model that files only the assistant's sentences (its
             # questions and paragraphs too) has read them as the user's; shown

@@ -239,9 +239,10 @@ def small_talk(content: str) -> bool:
     return bool(words) and words <= SMALL_TALK
 
 
-def user_statements(turns: Sequence[BaseMessage]) -> list[str]:
+def user_statements(turns: Sequence[BaseMessage], meaning: Meaning | None = None) -> list[str]:
     """The user's sentences of ``turns`` that could hold a fact: not a
-    question, not only small talk.
+    question, not small talk (by its words, or by ``meaning`` when given:
+    "Thanks a ton, legend!").
 
     Examples:
         >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -251,7 +252,13 @@ def user_statements(turns: Sequence[BaseMessage]) -> list[str]:
         >>> user_statements([HumanMessage("Quick question: what's the capital of Australia?")])
         []
     """
-    return [s for s in turn_text(turns).statements if _words(s) and not small_talk(s)]
+    return [
+        s
+        for s in turn_text(turns).statements
+        if _words(s)
+        and not small_talk(s)
+        and not (meaning is not None and s in meaning.vectors and meaning.small_talk(s))
+    ]
 
 
 def examples_in(*texts: str) -> frozenset[str]:
