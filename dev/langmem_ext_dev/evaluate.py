@@ -21,7 +21,19 @@ in-memory :class:`~langmem_ext.SQLiteStore`) and scores what was stored:
     facts that should have stayed but were retired;
 ``screened out``
     candidates reflection dropped before storing them (copies of the
-    assistant, paragraphs, repeats; see :mod:`.screen`).
+    assistant, paragraphs, repeats; see :mod:`.screen`); each is kept with
+    the screen's reason (``CaseScore.screened``), so a report says which screen
+    dropped each trap, and which dropped a real fact;
+``dates right / wrong``
+    for the expected facts that say when they began to hold (``valid_at``: a
+    date and its precision, or null for "no date"), whether the stored fact
+    that matches it has that ``valid_at`` at that precision (a fact not
+    stored is neither).
+
+A set may split its cases into halves (``"split": "dev"`` or ``"heldout"``):
+tune on ``dev``, report both (``load_cases(split=...)``). A turn's ``"at"``
+(ISO 8601) becomes its messages' ``timestamp``: what "last month" is read
+against.
 
 A stored fact matches a pattern (a list of alternatives) when every word of one
 alternative starts a word of the fact, case-insensitively: ``"10 km"`` matches
@@ -31,7 +43,8 @@ Two scripted models need no server: ``"oracle"`` answers each turn with the
 expected facts (the pipeline's ceiling) and ``"naive"`` makes the mistakes
 small local models make (assistant sentences as facts, a paragraph five times,
 plural categories, one invented slot for every fact of a category, corrections
-without the replaced id).
+without the replaced id, the user's small talk and pasted lines as facts, a
+statement and the user's question in one item).
 
 Examples:
     >>> report = evaluate(scripted_model("oracle"), embed=None)
@@ -61,6 +74,8 @@ from langmem_ext.engine import MemoryContext, MemoryEngine
 from langmem_ext.errors import ExtractionError
 
 __all__ = [
+    "EVAL_DATES",
+    "EVAL_GENERAL",
     "EVAL_SET",
     "CaseScore",
     "EvalCase",
@@ -76,6 +91,11 @@ logger = logging.getLogger("langmem_ext.agents.reflection")
 
 #: The evaluation set shipped with the package.
 EVAL_SET = Path(__file__).with_name("eval_set.json")
+#: The larger set: pasted text, small talk, questions and corrections in
+#: several languages, dated statements; a dev half and a held-out half.
+EVAL_GENERAL = Path(__file__).with_name("eval_general.json")
+#: Dated turns in several languages (dates resolved right / wrong).
+EVAL_DATES = Path(__file__).with_name("eval_dates.json")
 
 
 @dataclass(frozen=True)
@@ -88,6 +108,14 @@ class ExpectedFact:
     retires: tuple[str, ...] = ()
     subject: str | None = None
     predicate: str | None = None
+    #: When it began to hold: ``{"date": "2026-02-01", "precision": "month"}``,
+    #: None for "no date" (it must stay unknown), :data:`UNDATED` when the set
+    #: does not say (not scored).
+    valid_at: dict[str, str] | str | None = "unscored"
+
+
+#: ``ExpectedFact.valid_at`` of a fact whose date is not scored.
+UNDATED = "unscored"
 
 
 @dataclass(frozen=True)
@@ -99,27 +127,38 @@ class EvalTurn:
     facts: tuple[ExpectedFact, ...]
     also: tuple[str, ...] = ()
     not_facts: tuple[str, ...] = ()
+    #: When it was said (ISO 8601), None: now.
+    at: str | None = None
+    language: str = "en"
+    #: What the turn tests ("paste", "small_talk", "correction"...).
+    kinds: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class EvalCase:
-    """One thread of one user, reflected turn by turn."""
+    """One thread of one user, reflected turn by turn; ``split``: ``"dev"``
+    or ``"heldout"`` (None in a set without halves)."""
 
     id: str
     user: str
     turns: tuple[EvalTurn, ...]
+    split: str | None = None
 
 
-def load_cases(path: str | Path | None = None) -> list[EvalCase]:
-    """The cases of an evaluation file (default: :data:`EVAL_SET`).
+def load_cases(path: str | Path | None = None, *, split: str | None = None) -> list[EvalCase]:
+    """The cases of an evaluation file (default: :data:`EVAL_SET`); ``split``:
+    only the cases of that half (``"dev"``, ``"heldout"``; None: all).
 
     Raises:
-        ValueError: the file is not an evaluation set (the message says where).
+        ValueError: the file is not an evaluation set, or has no case in
+            ``split`` (the message says where).
     """
     data = json.loads(Path(path or EVAL_SET).read_text(encoding="utf-8"))
     cases = []
     try:
         for c in data["cases"]:
+            if split is not None and c.get("split") != split:
+                continue
             turns = tuple(
                 EvalTurn(
                     messages=tuple((role, text) for role, text in t["messages"]),
@@ -131,17 +170,23 @@ def load_cases(path: str | Path | None = None) -> list[EvalCase]:
                             retires=tuple(f.get("retires", ())),
                             subject=f.get("subject"),
                             predicate=f.get("predicate"),
+                            valid_at=f.get("valid_at", UNDATED),
                         )
                         for f in t["facts"]
                     ),
                     also=tuple(t.get("also", ())),
                     not_facts=tuple(t.get("not_facts", ())),
+                    at=t.get("at"),
+                    language=t.get("language", "en"),
+                    kinds=tuple(t.get("kinds", ())),
                 )
                 for t in c["turns"]
             )
-            cases.append(EvalCase(c["id"], c["user"], turns))
+            cases.append(EvalCase(c["id"], c["user"], turns, c.get("split")))
     except (KeyError, TypeError, ValueError) as e:
         raise ValueError(f"{path or EVAL_SET} is not an evaluation set: {e!r}") from e
+    if split is not None and not cases:
+        raise ValueError(f"{path or EVAL_SET} has no case in split {split!r}")
     return cases
 
 
@@ -175,6 +220,12 @@ class CaseScore:
     model_calls: int = 0
     failed_turns: int = 0
     seconds: float = 0.0
+    #: (candidate, screen's reason, what it is: "trap", "fact" or "other")
+    screened: list[tuple[str, str, str]] = field(default_factory=list)
+    dates: int = 0
+    dates_right: int = 0
+    #: "fact: stored <label>, expected <label>" for each date resolved wrong
+    dates_wrong: list[str] = field(default_factory=list)
 
 
 _MEASURES = (
@@ -190,6 +241,9 @@ _MEASURES = (
     "screened_out",
     "model_calls",
     "failed_turns",
+    "dates",
+    "dates_right",
+    "dates_wrong",
 )
 
 
@@ -209,6 +263,17 @@ class EvalReport:
         out["seconds"] = round(sum(c.seconds for c in self.cases), 1)
         out["calls_per_turn"] = round(out["model_calls"] / max(1, out["turns"]), 2)
         return out
+
+    def screens(self) -> dict[str, dict[str, int]]:
+        """How many candidates each screen dropped, by what they were: a trap
+        (noise kept out), an expected fact (a real fact lost to a screen) or
+        other (an invented line, a repeat...)."""
+        out: dict[str, dict[str, int]] = {}
+        for c in self.cases:
+            for _, reason, kind in c.screened:
+                row = out.setdefault(reason, {"trap": 0, "fact": 0, "other": 0})
+                row[kind] += 1
+        return dict(sorted(out.items()))
 
     def table(self, details: bool = True) -> str:
         """A Markdown table: one row per case (``details``) and the total."""
@@ -240,17 +305,24 @@ class EvalReport:
             out += [f"{c.case}: lost {x!r}" for x in c.lost]
             out += [f"{c.case}: noise {x!r}" for x in c.noise]
             out += [f"{c.case}: wrongly retired {x!r}" for x in c.wrong_supersessions]
+            out += [f"{c.case}: date {x}" for x in c.dates_wrong]
+            out += [
+                f"{c.case}: screen {reason} dropped a real fact {text!r}"
+                for text, reason, kind in c.screened
+                if kind == "fact"
+            ]
         return out
 
 
 # -- running ------------------------------------------------------------------------
 
 
-def _message(role: str, text: str, id: str) -> BaseMessage:
+def _message(role: str, text: str, id: str, at: str | None = None) -> BaseMessage:
+    stamp = {"timestamp": at} if at else {}
     if role == "user":
-        return HumanMessage(text, id=id)
+        return HumanMessage(text, id=id, additional_kwargs=stamp)
     if role == "assistant":
-        return AIMessage(text, id=id)
+        return AIMessage(text, id=id, additional_kwargs=stamp)
     raise ValueError(f"unknown role {role!r}; use 'user' or 'assistant'")
 
 
@@ -278,13 +350,14 @@ def evaluate(
             (kept across cases, as an application keeps it).
         cases: default :func:`load_cases`.
         settings: reflection settings (default ones, with a short backoff).
-        embed: the store's embedder (``"local"`` by default, as in an
-            application); None for keyword search and text similarity only.
+        embed: the store's embedder and screening's (``"local"`` by default,
+            as in an application); None for keyword search, text similarity
+            and screening by words only.
         label: the model's name in the report.
         on_case: called with each case's score as soon as it is known.
     """
     extractor = model if isinstance(model, FactExtractor) else FactExtractor(model)
-    settings = settings or ReflectionSettings(backoff=0.1)
+    settings = settings or ReflectionSettings(backoff=0.1, embeddings=embed)
     name = label or _label(extractor)
     report = EvalReport(name)
     for case in load_cases() if cases is None else cases:
@@ -296,7 +369,7 @@ def evaluate(
 
 
 def _label(extractor: FactExtractor) -> str:
-    model = extractor._model
+    model = getattr(extractor._calls, "_model", None)
     if isinstance(model, str):
         return model
     return str(getattr(model, "model_name", None) or getattr(model, "_llm_type", "model"))
@@ -323,7 +396,7 @@ def _run_case(
     with ReflectionExecutor(extractor, engine=engine, delay=0, settings=settings) as executor:
         for n, turn in enumerate(case.turns):
             messages += [
-                _message(role, text, f"{case.id}-{n}-{i}")
+                _message(role, text, f"{case.id}-{n}-{i}", turn.at)
                 for i, (role, text) in enumerate(turn.messages)
             ]
             before = extractor.calls
@@ -336,11 +409,16 @@ def _run_case(
                 stored.update({f.id: _Stored(f.id, n, f.content) for f in result.added})
                 retired += [*result.superseded, *result.removed]
                 score.screened_out += len(result.dropped)
+                score.screened += [
+                    (d.content, d.reason, _kind(d.content, turn)) for d in result.dropped
+                ]
             score.model_calls += extractor.calls - before
             score.turns += 1
-    active = {f.id: f.content for f in engine.get_profile(ctx).facts}
+    facts = engine.get_profile(ctx).facts
+    active = {f.id: f.content for f in facts}
     winners = {sid: getattr(engine.get(ctx, sid), "superseded_by", None) for sid in retired}
     _score(case, score, stored, active, winners)
+    _score_dates(case, score, facts)
     score.seconds = round(time.perf_counter() - started, 2)
     engine.close()
     return score
@@ -409,6 +487,65 @@ def _score(
             score.wrong_supersessions.append(s.content)
 
 
+def _fold(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.casefold()))
+
+
+def _kind(content: str, turn: EvalTurn) -> str:
+    """What a screened-out candidate was: ``"trap"`` (a trap, or the
+    assistant's words), ``"fact"`` (an expected fact or an acceptable extra)
+    or ``"other"``."""
+    said = [_fold(text) for role, text in turn.messages if role == "assistant"]
+    if matches(content, turn.not_facts) or any(_fold(content) in a for a in said):
+        return "trap"
+    if any(matches(content, f.match) for f in turn.facts) or matches(content, turn.also):
+        return "fact"
+    return "other"
+
+
+def _label_of(value: dict[str, str] | None) -> str:
+    return "no date" if value is None else f"{value['date']} ({value['precision']})"
+
+
+def _stored_date(fact: Any) -> dict[str, str] | None:
+    """A stored fact's ``valid_at`` as ``{"date", "precision"}`` (the
+    precision from the label reflection kept in its provenance)."""
+    if not fact.valid_at:
+        return None
+    label = str((fact.provenance.get("when") or {}).get("label") or "").split("..")[0]
+    precision = (
+        "year"
+        if re.fullmatch(r"\d{4}", label)
+        else "month"
+        if re.fullmatch(r"\d{4}-\d{2}", label)
+        else "week"
+        if "-W" in label
+        else "day"
+    )
+    return {"date": fact.valid_at[:10], "precision": precision}
+
+
+def _score_dates(case: EvalCase, score: CaseScore, facts: Sequence[Any]) -> None:
+    """Dates right / wrong of the expected facts that say when they began."""
+    for turn in case.turns:
+        for f in turn.facts:
+            if f.valid_at == UNDATED:
+                continue
+            hits = [x for x in facts if matches(x.content, f.match)]
+            if not hits:
+                continue
+            score.dates += 1
+            want = f.valid_at if isinstance(f.valid_at, dict) else None
+            got = [_stored_date(x) for x in hits]
+            if want in got:
+                score.dates_right += 1
+            else:
+                score.dates_wrong.append(
+                    f"{f.content!r}: stored {', '.join(_label_of(g) for g in got)}, "
+                    f"expected {_label_of(want)}"
+                )
+
+
 # -- scripted models ------------------------------------------------------------------
 
 
@@ -453,11 +590,24 @@ def _oracle(cases: Sequence[EvalCase]) -> Callable[[list[BaseMessage]], list[dic
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
+def _user_sentences(turn: EvalTurn) -> list[str]:
+    return [
+        s.strip(' -"«»')
+        for role, text in turn.messages
+        if role == "user"
+        for line in text.splitlines()
+        for s in _SENTENCE.split(line)
+        if s.strip(' -"«»')
+    ]
+
+
 def _naive(cases: Sequence[EvalCase]) -> Callable[[list[BaseMessage]], list[dict[str, Any]]]:
     def answer(messages: list[BaseMessage]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for _, turn in _turn_of(str(messages[-1].content), cases):
-            for f in turn.facts:
+            said = _user_sentences(turn)
+            questions = [s for s in said if s.endswith("?")]
+            for n, f in enumerate(turn.facts):
                 category = f.category + "s" if f.category == "preference" else f.category
                 item = {
                     "content": f.content,
@@ -469,7 +619,16 @@ def _naive(cases: Sequence[EvalCase]) -> Callable[[list[BaseMessage]], list[dict
                 }
                 if f.retires:
                     item["replaces"] = f.match[0]  # a value, not the id shown
+                if n == 0 and questions:
+                    # the user's question in the same item as their statement
+                    item["content"] = f"{f.content}. {questions[0]}"
                 out.append(item)
+            # the user's small talk and the lines of a text they pasted, as facts
+            out += [
+                {"content": s, "category": "context", "confidence": 0.8}
+                for s in said
+                if matches(s, turn.not_facts) and not any(matches(s, f.match) for f in turn.facts)
+            ]
             for role, text in turn.messages:
                 if role != "assistant":
                     continue
@@ -489,7 +648,9 @@ def _naive(cases: Sequence[EvalCase]) -> Callable[[list[BaseMessage]], list[dict
 def scripted_model(kind: str = "oracle", cases: Sequence[EvalCase] | None = None) -> BaseChatModel:
     """A scripted extraction model for the evaluation set: ``"oracle"`` (the
     expected facts, the pipeline's ceiling) or ``"naive"`` (a small model's
-    mistakes, see the module docstring)."""
+    mistakes, see the module docstring: also the user's small talk and the
+    lines of a pasted text as facts, and a statement with the user's question
+    in one item)."""
     from langmem_ext.testing.chat import ScriptedExtractionModel
 
     cases = load_cases() if cases is None else cases

@@ -44,10 +44,22 @@ def eval_extraction(
     ] = None,
     method: Annotated[str, typer.Option(help="Call shape: auto, tool or json.")] = "auto",
     data: Annotated[
-        Path | None, typer.Option(help="An evaluation set (JSON); default: the built-in one.")
+        Path | None,
+        typer.Option(
+            help="An evaluation set (JSON): a file, or 'general' or 'dates' for the larger "
+            "sets beside the built-in one; default: the built-in one."
+        ),
+    ] = None,
+    split: Annotated[
+        str | None,
+        typer.Option(help="Only the cases of this half of the set: 'dev' or 'heldout'."),
     ] = None,
     embed: Annotated[
-        str, typer.Option(help="The store's embedder: 'local' or 'none' (keyword only).")
+        str,
+        typer.Option(
+            help="The store's embedder and screening's: 'local' or 'none' (keyword search "
+            "and screening by words only)."
+        ),
     ] = "local",
     timeout: Annotated[float, typer.Option(help="Seconds per model call.")] = 120.0,
     max_tokens: Annotated[int, typer.Option(help="Output cap of each model call.")] = 1024,
@@ -68,14 +80,21 @@ def eval_extraction(
     ev = dev_module("evaluate")
     evaluate, load_cases, scripted_model = ev.evaluate, ev.load_cases, ev.scripted_model
     console = Console(soft_wrap=True)
+    named = {"general": ev.EVAL_GENERAL, "dates": ev.EVAL_DATES}
+    if data is not None and str(data) in named:
+        data = named[str(data)]
     try:
-        cases = load_cases(data)
+        cases = load_cases(data, split=split)
     except (OSError, ValueError) as e:
         raise typer.BadParameter(str(e)) from e
     if method not in ("auto", "tool", "json"):
         raise typer.BadParameter(f"--method must be auto, tool or json, got {method!r}")
     try:
-        settings = ReflectionSettings(backoff=0.1, context_tokens=context_tokens)
+        settings = ReflectionSettings(
+            backoff=0.1,
+            context_tokens=context_tokens,
+            embeddings=None if embed == "none" else "local",
+        )
     except ValueError as e:
         raise typer.BadParameter(str(e)) from e
     limits = {"max_tokens": max_tokens, "timeout": timeout}
@@ -121,10 +140,23 @@ def eval_extraction(
     console.print(
         f"{totals['calls_per_turn']} model calls per turn, {totals['seconds']} s", highlight=False
     )
+    if totals["dates"]:
+        console.print(
+            f"dates: {totals['dates_right']} right, {totals['dates_wrong']} wrong "
+            f"of {totals['dates']} facts stored with an expected date",
+            highlight=False,
+        )
+    for reason, kinds in report.screens().items():
+        console.print(
+            f"screen {reason}: dropped {kinds['trap']} traps, {kinds['fact']} real facts, "
+            f"{kinds['other']} other",
+            highlight=False,
+        )
     if out is not None:
         payload = {
             "model": report.model,
             "totals": totals,
+            "screens": report.screens(),
             "cases": [asdict(c) for c in report.cases],
         }
         out.write_text(json.dumps(payload, indent=2))

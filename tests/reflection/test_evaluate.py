@@ -17,6 +17,7 @@ from langmem_ext_dev.evaluate import (
     EvalCase,
     EvalTurn,
     ExpectedFact,
+    _user_sentences,
     evaluate,
     load_cases,
     matches,
@@ -68,10 +69,22 @@ def naive_assistant_statements() -> int:
     return n
 
 
+def naive_user_lines() -> int:
+    """What the naive model files from the user's own lines: sentences that
+    match a trap of their turn (small talk, pasted text)."""
+    return sum(
+        1
+        for c in CASES
+        for t in c.turns
+        for s in _user_sentences(t)
+        if matches(s, t.not_facts) and not any(matches(s, f.match) for f in t.facts)
+    )
+
+
 def test_the_set_is_what_the_scores_below_are_derived_from():
     assert len(CASES) == 12 and TURNS == 17
     assert (FINAL_FACTS, CORRECTIONS) == (15, 3)
-    assert naive_assistant_statements() == 37
+    assert naive_assistant_statements() == 37 and naive_user_lines() == 1
 
 
 def test_the_oracle_scores_perfectly():
@@ -91,7 +104,7 @@ def test_the_naive_models_mistakes_are_screened_out():
     applied only where the user's own words name what changed."""
     report = evaluate(scripted_model("naive"), embed=None, label="naive")
     totals = report.totals()
-    assert totals["screened_out"] == naive_assistant_statements()
+    assert totals["screened_out"] == naive_assistant_statements() + naive_user_lines()
     assert (totals["noise"], totals["copies"], totals["wrong_supersessions"]) == (0, 0, 0)
     assert totals["right"] == totals["expected"] == FINAL_FACTS and totals["lost"] == 0
     assert (totals["corrections"], totals["applied"]) == (CORRECTIONS, NAMED)
@@ -167,7 +180,7 @@ def test_eval_extraction_prints_the_table_and_writes_the_scores(tmp_path):
     assert f"| **total** (naive) | {FINAL_FACTS}/{FINAL_FACTS} | 0 | 0 (0) |" in result.output
     saved = json.loads(out.read_text())
     assert saved["model"] == "naive"
-    assert saved["totals"]["screened_out"] == naive_assistant_statements()
+    assert saved["totals"]["screened_out"] == naive_assistant_statements() + naive_user_lines()
     assert [c["case"] for c in saved["cases"]] == [c.id for c in CASES]
 
 
@@ -196,3 +209,69 @@ def test_eval_extraction_runs_without_the_postgres_extra(mode):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert f"**total** ({mode}) | 15/15" in out.stdout
+
+
+# -- the larger set, its halves, dates ----------------------------------------------------
+
+
+def test_the_general_set_has_a_dev_and_a_heldout_half_of_every_kind():
+    from langmem_ext_dev.evaluate import EVAL_GENERAL
+
+    every = load_cases(EVAL_GENERAL)
+    halves = {s: load_cases(EVAL_GENERAL, split=s) for s in ("dev", "heldout")}
+    assert len(every) >= 40 and sum(len(c.turns) for c in every) >= 100
+    assert {c.id for c in halves["dev"]} | {c.id for c in halves["heldout"]} == {
+        c.id for c in every
+    }
+    assert not {c.id for c in halves["dev"]} & {c.id for c in halves["heldout"]}
+    for cases in halves.values():
+        turns = [t for c in cases for t in c.turns]
+        kinds = {k for t in turns for k in t.kinds}
+        assert {"paste", "small_talk", "question", "correction", "dated", "long", "short"} <= kinds
+        assert len({t.language for t in turns}) >= 5
+    with pytest.raises(ValueError, match="no case in split 'test'"):
+        load_cases(EVAL_GENERAL, split="test")
+
+
+DATED = EvalCase(
+    "dated",
+    "ada",
+    (
+        EvalTurn(
+            messages=(("user", "I moved to Munich last month."), ("assistant", "Nice!")),
+            facts=(
+                ExpectedFact(
+                    "Lives in Munich",
+                    "context",
+                    ("munich",),
+                    valid_at={"date": "2026-02-01", "precision": "month"},
+                ),
+            ),
+            at="2026-03-10T15:00:00+00:00",
+        ),
+        EvalTurn(
+            messages=(("user", "I'm vegetarian."), ("assistant", "Noted.")),
+            facts=(ExpectedFact("Is vegetarian", "preference", ("vegetarian",), valid_at=None),),
+            at="2026-03-10T15:05:00+00:00",
+        ),
+    ),
+)
+
+
+def test_dates_are_scored_against_the_turns_time():
+    """The turn's time is its messages' timestamp; "last month" is February."""
+    [score] = evaluate(scripted_model("oracle", [DATED]), cases=[DATED], embed=None).cases
+    assert (score.dates, score.dates_right, score.dates_wrong) == (2, 2, [])
+    wrong = ScriptedExtractionModel([[item("Lives in Munich since 2019")], [item("Is vegetarian")]])
+    [score] = evaluate(wrong, cases=[DATED], embed=None).cases
+    assert score.dates_right == 1
+    assert score.dates_wrong == [
+        "'Lives in Munich': stored 2019-01-01 (year), expected 2026-02-01 (month)"
+    ]
+
+
+def test_each_screened_candidate_says_which_screen_dropped_it_and_what_it_was():
+    report = evaluate(scripted_model("naive", [CAFE]), cases=[CAFE], embed=None)
+    [score] = report.cases
+    assert ("Lyon is known for its food.", "assistant_copy", "trap") in score.screened
+    assert report.screens()["assistant_copy"]["trap"] >= 1

@@ -93,6 +93,7 @@ def test_json_mode_reads_fenced_json(engine, ctx, reflect):
 
 
 GOOD = [("Lives in Berlin", "context", 0.9)]
+WORDS_ONLY = ReflectionSettings(backoff=0.01, embeddings=None)
 
 
 @pytest.mark.parametrize(
@@ -230,9 +231,11 @@ def test_a_correction_may_name_the_known_fact_by_number_or_text(
     old = engine.add_fact(ctx, "Lives in Berlin", "context", 0.9)
     fact = {"content": "Lives in Munich", "category": "correction", "confidence": 0.95}
     model = ScriptedExtractionModel([[{**fact, "replaces": named}]])
-    # The user's words name no old value here: only replaces can tie the two.
+    # The user's words name no old value here: only replaces can tie the two
+    # (screening by words: by meaning, a correction of the same thing is tied
+    # without it, see test_screen_meaning).
     turn = [HumanMessage("I live in Munich", id="h5")]
-    result = reflect(make_executor(model, engine), turn, config_for(ctx))
+    result = reflect(make_executor(model, engine, settings=WORDS_ONLY), turn, config_for(ctx))
     assert f"1. id={old.id}" in model.seen[0][0].content
     assert (result.superseded == [old.id]) is applied
     assert result.unknown_replaces == ([] if applied else [str(named)])
@@ -249,9 +252,11 @@ def test_a_correction_may_name_the_known_fact_by_number_or_text(
     ],
 )
 def test_the_users_words_tie_a_correction_the_model_left_untied(engine, ctx, reflect, said, tied):
+    """Screening by words (no embedder); by meaning see test_screen_meaning."""
     old = engine.add_fact(ctx, "Lives in Berlin", "context", 0.9)
     model = ScriptedExtractionModel([[("Lives in Munich", "correction", 0.9)]])
-    result = reflect(make_executor(model, engine), [HumanMessage(said, id="h1")], config_for(ctx))
+    ex = make_executor(model, engine, settings=WORDS_ONLY)
+    result = reflect(ex, [HumanMessage(said, id="h1")], config_for(ctx))
     assert (result.superseded == [old.id]) is tied
     assert result.unknown_replaces == []
 

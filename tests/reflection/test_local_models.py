@@ -163,9 +163,12 @@ def test_alike_facts_of_one_answer_sharing_a_slot_keep_the_later(engine, ctx, re
 def test_an_unknown_replaces_is_logged_and_the_old_fact_stays(
     engine, ctx, reflect, caplog, replaces
 ):
+    """Screening by words: nothing ties the new fact to the old one (by
+    meaning, a correction of the same thing is tied: test_screen_meaning)."""
     ex = make_executor(
         [[fact("Lives in Berlin")], [fact("Lives in Munich", "correction", replaces=replaces)]],
         engine,
+        settings=ReflectionSettings(backoff=0.01, embeddings=None),
     )
     reflect(ex, BERLIN, config_for(ctx))
     turn = [HumanMessage("I moved to Munich", id="h2"), AIMessage("Great!", id="a2")]

@@ -8,13 +8,15 @@ answer (the most facts that survive screening) are returned and the rest is
 logged; if no usable answer came at all,
 :class:`~langmem_ext.errors.ExtractionError` is raised.
 
-The facts of an answer are screened (:mod:`.screen`): copies of the
-assistant's words, paragraphs and repeats are dropped and logged. When
-screening drops every fact of an answer as the assistant's (copies, its
-questions, pasted paragraphs) while the user said something that could be a
-fact, the model is asked once more with the user's lines alone; there a fact
-less than half made of the user's words is the model answering the user, and
-is dropped.
+The facts of an answer are screened (:mod:`.screen`, by meaning with the
+settings' embedder: :mod:`.meaning`): copies of the assistant's words, text
+the user pasted, small talk, questions, paragraphs and repeats are dropped
+and logged. When screening drops every fact of an answer as the assistant's
+or the pasted text's (copies, its questions, paragraphs) while the user said
+something that could be a fact, the model is asked once more with the user's
+own lines alone (pasted text left out); there a fact less than half made of
+the user's words, and restating none of the user's statements in meaning,
+is the model answering the user, and is dropped.
 
 Examples:
     >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -39,16 +41,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 
 from ...engine import Call, Env, Fact, FactCandidate, Operation
 from ...errors import ExtractionError
 from .extract import ContextOverflow, FactExtractor, MalformedOutput
+from .meaning import (
+    Meaning,
+    meaning_call,
+    screen_embedder,
+    split_user_text,
+    statement_part,
+    texts_of,
+    turn_text,
+)
 from .screen import DroppedFact, cut, screen, user_statements
 from .settings import ReflectionResult, ReflectionSettings
 
-__all__ = ["FACTS_AFTER_CUTOFF", "ask_steps"]
+__all__ = ["FACTS_AFTER_CUTOFF", "ask_steps", "meaning_steps"]
 
 logger = logging.getLogger("langmem_ext.agents.reflection")
 
@@ -57,11 +69,36 @@ logger = logging.getLogger("langmem_ext.agents.reflection")
 FACTS_AFTER_CUTOFF = 5
 
 #: What screening says of a fact the model took from the wrong lines.
-_MISREAD = frozenset({"assistant_copy", "not_from_user", "too_long"})
+_MISREAD = frozenset({"assistant_copy", "pasted_text", "not_from_user", "too_long"})
 
 
 def _sleep(env: Env, seconds: float) -> Call:
     return Call(lambda: env.config.sleep(seconds), lambda: asyncio.sleep(seconds))
+
+
+def meaning_steps(embedder: Any, texts: list[str]) -> Operation[Meaning | None]:
+    """The :class:`~.meaning.Meaning` of ``texts``, None without an embedder
+    or when it fails (screening then compares words; logged)."""
+    if embedder is None or not texts:
+        return None
+    try:
+        meaning: Meaning = yield meaning_call(embedder, texts)
+    except Exception as e:
+        logger.warning("screening compares words only: the embedder failed: %s", cut(repr(e)))
+        return None
+    return meaning
+
+
+def _own_lines(turns: list[BaseMessage]) -> list[BaseMessage]:
+    """The user's messages of ``turns`` with pasted text left out."""
+    out = []
+    for m in turns:
+        if m.type != "human":
+            continue
+        text = m.text if isinstance(m.text, str) else str(m.content)
+        own, pasted = split_user_text(text)
+        out.append(m.model_copy(update={"content": " ".join(own)}) if pasted else m)
+    return out
 
 
 def ask_steps(
@@ -87,6 +124,8 @@ def ask_steps(
     tid = result.thread_id
     tried = 0
     shown_turns = turns
+    embedder = screen_embedder(settings.embeddings)
+    parts = turn_text(turns)
     for attempt in range(settings.attempts):
         tried = attempt + 1
         prompt = extractor.prompt(shown_turns, related, feedback, max_facts=max_facts)
@@ -128,6 +167,10 @@ def ask_steps(
             else:
                 feedback = str(e)
             continue
+        meaning = yield from meaning_steps(
+            embedder,
+            texts_of(parts, [f.content for f in facts], [statement_part(f.content) for f in facts]),
+        )
         kept, dropped = screen(
             facts,
             turns,
@@ -135,6 +178,7 @@ def ask_steps(
             examples=extractor.examples,
             feedback=feedback,
             users_lines_only=shown_turns is not turns,
+            meaning=meaning,
         )
         if best is None or len(kept) > len(best[0]):
             best = (kept, problems, dropped)
@@ -142,18 +186,18 @@ def ask_steps(
             not kept
             and shown_turns is turns
             and any(d.reason in _MISREAD for d in dropped)
-            and user_statements(turns)
+            and user_statements(turns, meaning)
         ):
             # A small model that files only the assistant's sentences (its
             # questions and paragraphs too) has read them as the user's; shown
             # the user's lines alone it finds the user's facts. Asked once, and
             # only then, so other turns keep one call.
             logger.info(
-                "thread %s: every fact was the assistant's; "
+                "thread %s: every fact was the assistant's or pasted text; "
                 "asking again with the user's lines only",
                 tid,
             )
-            shown_turns = [m for m in turns if m.type == "human"]
+            shown_turns = _own_lines(turns)
             feedback = None
             continue
         if not problems:

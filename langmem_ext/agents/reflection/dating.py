@@ -6,7 +6,10 @@ For each fact the date is read from the fact's text ("Moved to Munich last
 month"); when the fact states none, from the one clause of the user's words
 the fact was most likely taken from: the clause (sentences cut at commas and
 "and"-like words) sharing most words of four letters or more with the fact,
-when exactly one clause shares the most. "I'm vegetarian, and yesterday I
+when exactly one clause shares the most; when none shares a word (the fact
+is in another language than the user's words: "Plays the drums" from "Hace
+tres meses empecé a tocar la batería"), the sentence the caller found by
+meaning (``sources``). "I'm vegetarian, and yesterday I
 went to the cinema" dates the cinema, not being vegetarian. The model's
 ``when`` is used only when neither states a date; when both do and they
 differ, the words win and the disagreement is logged and kept in the fact's
@@ -34,7 +37,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -61,9 +64,12 @@ def dated(
     *,
     config: Any = None,
     now: datetime | None = None,
+    sources: Mapping[str, str] | None = None,
 ) -> list[FactCandidate]:
     """``facts`` with ``valid_at`` / ``invalid_at`` read from the words (see
-    the module docs); the model's date, if it gave one, is ``fact.when["model"]``."""
+    the module docs); the model's date, if it gave one, is ``fact.when["model"]``;
+    ``sources``: a fact's content -> the user's sentence it restates, used
+    when no clause shares a word with it."""
     reference = turn_time(turns, config, now)
     clauses = [
         c.strip()
@@ -78,6 +84,8 @@ def dated(
         parsed = resolve_when(fact.content, reference)
         if parsed is None:
             source = _source_clause(fact.content, clauses)
+            if source is None and sources:
+                source = sources.get(fact.content)
             parsed = resolve_when(source, reference) if source else None
         when, note = reconcile(parsed, given, reference)
         if note:

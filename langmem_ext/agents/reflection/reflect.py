@@ -64,7 +64,7 @@ from ...engine import (
     Operation,
 )
 from ...errors import ExtractionError
-from .ask import ask_steps
+from .ask import ask_steps, meaning_steps
 from .dating import dated
 from .extract import (
     ASSISTANT_LABEL,
@@ -73,7 +73,8 @@ from .extract import (
     _known,
     format_turns,
 )
-from .screen import cut, named_corrections
+from .meaning import Meaning, screen_embedder, texts_of, turn_text
+from .screen import cut, meaning_corrections, named_corrections
 from .settings import (
     CONTEXT_MARGIN,
     MIN_TURN_TOKENS,
@@ -218,8 +219,12 @@ def reflect_steps(
                     budget.turns,
                 )
                 continue
-            facts = named_corrections(_checked_replaces(facts, related, result), related, chunk)
-            facts = dated(facts, chunk, config=config, now=env.now)
+            facts, meaning = yield from _corrections(
+                _checked_replaces(facts, related, result), related, chunk, settings
+            )
+            facts = dated(
+                facts, chunk, config=config, now=env.now, sources=_sources(facts, chunk, meaning)
+            )
             provenance: dict[str, Any] = {
                 # Marks the facts the profile cap may archive (never the user's own).
                 "source": REFLECTION_SOURCE,
@@ -240,6 +245,39 @@ def reflect_steps(
             value = {"last_message_id": chunk[-1].id, "thread_id": thread_id, "at": env.stamp}
             yield Batch([PutOp(cursor_ns, key, value, False)])
     return result
+
+
+def _corrections(
+    facts: list[FactCandidate],
+    shown: list[Fact],
+    turns: list[BaseMessage],
+    settings: ReflectionSettings,
+) -> Operation[tuple[list[FactCandidate], Meaning | None]]:
+    """Corrections tied to the known facts they replace: by meaning with the
+    settings' embedder (:func:`.screen.meaning_corrections`), else by the
+    user's words (:func:`.screen.named_corrections`); and the meaning of the
+    facts and the turn (for dating)."""
+    if not facts:
+        return facts, None
+    part = turn_text(turns)
+    texts = texts_of(part, (f.content for f in facts), (k.content for k in shown))
+    meaning = yield from meaning_steps(screen_embedder(settings.embeddings), texts)
+    if not shown:
+        return facts, meaning
+    if meaning is None:
+        return named_corrections(facts, shown, turns), None
+    return meaning_corrections(facts, shown, turns, meaning), meaning
+
+
+def _sources(
+    facts: list[FactCandidate], turns: list[BaseMessage], meaning: Meaning | None
+) -> dict[str, str]:
+    """Each fact's content -> the user's statement it restates in meaning."""
+    if meaning is None:
+        return {}
+    part = turn_text(turns)
+    found = {f.content: meaning.restated(f.content, part) for f in facts}
+    return {k: v for k, v in found.items() if v}
 
 
 def _shown_fact(value: str, shown: list[Fact]) -> str | None:

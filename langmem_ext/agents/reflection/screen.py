@@ -5,7 +5,13 @@ facts about the user, pastes a whole paragraph as one "fact", or repeats one
 item several times in a reply. The user's own words are the evidence, so each
 candidate of a reply is screened before it is stored:
 
-* **copies of the assistant** are dropped: a fact is a copy when more than
+Where a candidate came from is decided by meaning when reflection has an
+embedder for it (:mod:`.meaning`, the offline multilingual one by default),
+so the screens work in any language, and by words otherwise:
+
+* **copies of the assistant** are dropped: a fact closer in meaning to one of
+  the assistant's sentences than to any of the user's own (by
+  :data:`~.meaning.ASSISTANT_MARGIN`), or, by words, when more than
   :data:`COPY_OVERLAP` of its content words (words outside :data:`STOPWORDS`,
   case-folded) occur in the assistant's messages of the turn, and more of
   them occur there than in the user's messages. "Lives in Berlin", after the
@@ -14,28 +20,41 @@ candidate of a reply is screened before it is stored:
   capital of Germany" has 3 of 3 from the assistant, 1 from the user:
   dropped. So is "Nursing in a children's hospital must be rewarding" (4 of 4
   against 2 of 4), a sentence of the assistant's built around the user's words;
+* **text the user pasted** is dropped (reason ``pasted_text``): house rules,
+  an email, meeting notes or a poem in the user's message are not facts about
+  the user. The message's structure tells them apart
+  (:func:`~.meaning.split_user_text`: long quotes, fenced blocks, lists,
+  verse); a fact closer to a pasted line than to the user's own sentences (by
+  :data:`~.meaning.PASTE_MARGIN`), or mostly made of pasted words, is dropped;
+* **questions** are cut off: a fact holding a statement and a question
+  ("Lives in Denver. Any good hiking near the city?") keeps the statement; a
+  fact that is only a question is dropped (``not_from_user``);
 * **paragraphs** are dropped: more than :data:`MAX_FACT_SENTENCES` sentences
   or more than :data:`MAX_FACT_CHARS` characters;
 * **repeats** collapse: facts of one reply with the same content (case and
   white space folded) are kept once, with the highest confidence given;
-* **invented first-person lines and questions** are dropped: a fact written
-  in the first person ("I'm looking forward to…") none of whose content
-  words the user said, or a question (any "?": "What's your favorite
-  color?", "How about a picnic? I'd love to try it!"), is the
-  model speaking, not a fact about the user (reason ``not_from_user``; "I
-  live in Lyon" after the user said so is kept);
-* **small talk** is dropped: a "fact" made only of greetings, thanks and
-  goodbyes (:data:`SMALL_TALK`: "Thanks, that's all for today!") says nothing
-  about the user (reason ``small_talk``);
+* **invented first-person lines** are dropped: a fact written in the first
+  person ("I'm looking forward to…") none of whose content words the user
+  said is the model speaking, not a fact about the user (reason
+  ``not_from_user``; "I live in Lyon" after the user said so is kept);
+* **small talk** is dropped: a "fact" that means greetings, thanks or
+  goodbyes ("Cheers mate, that did the trick!", "Danke dir, bis später!":
+  :meth:`~.meaning.Meaning.small_talk`), or is made only of the words of
+  :data:`SMALL_TALK`, says nothing about the user (reason ``small_talk``);
 * **example text** is dropped: a fact equal to an example the prompt or its
   schema gives (:func:`examples_in`), or holding an unfilled placeholder
   such as ``<city>``, is the model copying the request, not the user.
 
-A correction the model did not tie to the fact it corrects is tied when the
-user's own words are the evidence (:func:`named_corrections`): the user says
-what no longer holds ("quit the bakery", "isn't a lawyer any more", "not
-Berlin", "moved from Paris"), that word belongs to exactly one known fact,
-and the new fact shares a word with it.
+A correction the model did not tie to the fact it corrects is tied by
+meaning (:func:`meaning_corrections`): the known fact closest to the new
+one, clearly closer than any other and about the same thing
+(:data:`~.meaning.SAME_SLOT`), is replaced when there is evidence of a
+change: the model filed the new fact as a correction, or the user's own
+words name the old fact's value ("relocated from Manchester", "ya no estoy en
+Telefónica"). A ``replaces`` the model gave for a fact unrelated in meaning
+(below :data:`REPLACES_FLOOR`) is cleared. Without an embedder the user's
+words are the only evidence (:func:`named_corrections`: "quit the bakery",
+"isn't a lawyer any more", "not Berlin", "moved from Paris").
 
 Each dropped candidate is logged (its text cut to :data:`LOG_CHARS`) and
 returned with its reason, so a reflection reports it.
@@ -53,6 +72,13 @@ Examples:
     [('Lives in Berlin', 0.95)]
     >>> [d.reason for d in dropped]
     ['assistant_copy', 'repeat']
+    >>> pasted = [HumanMessage('Can you check my note? "The tap leaks and the fan '
+    ...                        'is broken since Monday." I rent a flat in Leeds.')]
+    >>> kept, dropped = screen([FactCandidate("The tap leaks", "context", 0.9),
+    ...                         FactCandidate("Rents a flat in Leeds. Is it ok?", "context", 0.9)],
+    ...                        pasted)
+    >>> [f.content for f in kept], [d.reason for d in dropped]
+    (['Rents a flat in Leeds.'], ['pasted_text'])
     >>> copy_ratio("Berlin is the capital of Germany", turn), copy_ratio("Lives in Berlin", turn)
     (1.0, 0.0)
 """
@@ -67,18 +93,22 @@ from dataclasses import dataclass, replace
 from langchain_core.messages import BaseMessage
 
 from ...engine import Fact, FactCandidate
+from .meaning import SAME_SLOT, Meaning, TurnText, statement_part, turn_text
 
 __all__ = [
     "COPY_OVERLAP",
     "LOG_CHARS",
     "MAX_FACT_CHARS",
     "MAX_FACT_SENTENCES",
+    "REPLACES_FLOOR",
+    "SLOT_MARGIN",
     "STOPWORDS",
     "DroppedFact",
     "changed_words",
     "copy_ratio",
     "cut",
     "examples_in",
+    "meaning_corrections",
     "named_corrections",
     "overlap",
     "screen",
@@ -103,6 +133,13 @@ MAX_FACT_CHARS = 300
 #: Model output quoted in a log line or in feedback to the model is cut to
 #: this many characters (a broken reply can be tens of kilobytes).
 LOG_CHARS = 200
+#: A ``replaces`` the model gave is kept only for a known fact at least this
+#: close in meaning to the new one (unrelated facts are about 0.8 apart with
+#: the default embedder; a fact and its correction 0.87 and closer).
+REPLACES_FLOOR = 0.8
+#: The known fact a correction replaces must be closer to it than the next
+#: closest known fact by this much.
+SLOT_MARGIN = 0.02
 
 #: Words that say nothing about what a fact is about (ignored by the copy test).
 STOPWORDS = frozenset(
@@ -142,7 +179,8 @@ _CHANGE_BEFORE = frozenset(
     "instead former ex".split()
 )
 _EXCERPT = re.compile(r""":\s+['"]""")
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+")
+_SENTENCES = re.compile(r"(?<=[.!?])\s+")
+_QUESTION_MARK = re.compile(r"\?\W*$|^\W*¿")
 _FIRST_PERSON = re.compile(r"^\W*(i|i'm|i've|i'll|i'd|my|me|we|we're|our)\b", re.I)
 
 
@@ -152,6 +190,11 @@ def _copies(content: str, source: set[str], user: set[str]) -> bool:
         return False
     share = len(words & source) / len(words)
     return share > COPY_OVERLAP and len(words & source) > len(words & user)
+
+
+def _own(turns: Sequence[BaseMessage]) -> str:
+    """The user's own text of ``turns`` (pasted text left out)."""
+    return "\n".join(turn_text(turns).own)
 
 
 def invented(content: str, turns: Sequence[BaseMessage]) -> bool:
@@ -165,7 +208,7 @@ def invented(content: str, turns: Sequence[BaseMessage]) -> bool:
     """
     if not _FIRST_PERSON.match(content):
         return False
-    return not (_words(content) & _words(_said(turns, "human")))
+    return not (_words(content) & _words(_own(turns)))
 
 
 def user_share(content: str, turns: Sequence[BaseMessage]) -> float:
@@ -182,7 +225,7 @@ def user_share(content: str, turns: Sequence[BaseMessage]) -> float:
     words = {w[:STEM] for w in _words(content)}
     if not words:
         return 1.0
-    return len(words & {w[:STEM] for w in _words(_said(turns, "human"))}) / len(words)
+    return len(words & {w[:STEM] for w in _words(_own(turns))}) / len(words)
 
 
 def small_talk(content: str) -> bool:
@@ -196,9 +239,10 @@ def small_talk(content: str) -> bool:
     return bool(words) and words <= SMALL_TALK
 
 
-def user_statements(turns: Sequence[BaseMessage]) -> list[str]:
+def user_statements(turns: Sequence[BaseMessage], meaning: Meaning | None = None) -> list[str]:
     """The user's sentences of ``turns`` that could hold a fact: not a
-    question, not only small talk.
+    question, not small talk (by its words, or by ``meaning`` when given:
+    "Thanks a ton, legend!").
 
     Examples:
         >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -208,12 +252,13 @@ def user_statements(turns: Sequence[BaseMessage]) -> list[str]:
         >>> user_statements([HumanMessage("Quick question: what's the capital of Australia?")])
         []
     """
-    out = []
-    for line in _said(turns, "human").splitlines():
-        for s in _SENTENCE_SPLIT.split(line.strip()):
-            if s and not s.rstrip().endswith("?") and _words(s) and not small_talk(s):
-                out.append(s)
-    return out
+    return [
+        s
+        for s in turn_text(turns).statements
+        if _words(s)
+        and not small_talk(s)
+        and not (meaning is not None and s in meaning.vectors and meaning.small_talk(s))
+    ]
 
 
 def examples_in(*texts: str) -> frozenset[str]:
@@ -245,8 +290,9 @@ def is_example(content: str, examples: frozenset[str] = frozenset()) -> bool:
 
 @dataclass(frozen=True)
 class DroppedFact:
-    """A candidate screened out: ``reason`` is ``assistant_copy``, ``too_long``,
-    ``example_text``, ``not_from_user``, ``small_talk`` or ``repeat``."""
+    """A candidate screened out: ``reason`` is ``assistant_copy``,
+    ``pasted_text``, ``too_long``, ``example_text``, ``not_from_user``,
+    ``small_talk`` or ``repeat``."""
 
     content: str
     reason: str
@@ -281,7 +327,7 @@ def overlap(content: str, turns: Sequence[BaseMessage]) -> tuple[float, float]:
     words = _words(content)
     if not words:
         return 0.0, 0.0
-    assistant, user = _words(_said(turns, "ai")), _words(_said(turns, "human"))
+    assistant, user = _words(_said(turns, "ai")), _words(_own(turns))
     return len(words & assistant) / len(words), len(words & user) / len(words)
 
 
@@ -317,6 +363,7 @@ def screen(
     examples: frozenset[str] = frozenset(),
     feedback: str | None = None,
     users_lines_only: bool = False,
+    meaning: Meaning | None = None,
 ) -> tuple[list[FactCandidate], list[DroppedFact]]:
     """The facts of one reply worth storing, and the ones dropped (see the
     module); ``examples``: the request's example texts (:func:`examples_in`);
@@ -324,14 +371,25 @@ def screen(
     fact mostly made of its words is the model copying it: ``example_text``);
     ``users_lines_only``: the request showed the user's lines alone, so a fact
     less than half made of the user's words (:func:`user_share`) is the model
-    answering the user, not reporting them (``not_from_user``)."""
-    said_by_user = _words(_said(turns, "human"))
+    answering the user, not reporting them (``not_from_user``), unless it
+    restates one of the user's statements in meaning (a paraphrase or a
+    translation: :meth:`~.meaning.Meaning.said_by_user`); ``meaning``: the
+    vectors of the turn and of the facts (:func:`~.meaning.meaning_call`),
+    None to screen by words only."""
+    text = turn_text(turns)
+    said_by_user = _words("\n".join(text.own))
+    pasted = _words("\n".join(text.pasted))
     # The package's own words only: the excerpt after ": '" is the model's answer.
     told = _words(_EXCERPT.split(feedback or "", maxsplit=1)[0])
     kept: dict[str, FactCandidate] = {}
     dropped: list[DroppedFact] = []
     for f in facts:
         reason = None
+        statement = _statement(f.content, turns, text, meaning)
+        if statement:
+            # The model put the user's question in the same item as a fact.
+            logger.info("thread %s: kept the statement of %r", thread_id, cut(f.content))
+            f = replace(f, content=statement)
         if len(f.content) > MAX_FACT_CHARS or sentences(f.content) > MAX_FACT_SENTENCES:
             reason = "too_long"
         elif (
@@ -343,13 +401,13 @@ def screen(
         elif (
             invented(f.content, turns)
             or "?" in f.content
-            or (users_lines_only and user_share(f.content, turns) < 0.5)
+            or (users_lines_only and _answering(f.content, turns, text, meaning))
         ):
             reason = "not_from_user"
-        elif small_talk(f.content):
+        elif small_talk(f.content) or (meaning is not None and meaning.small_talk(f.content)):
             reason = "small_talk"
-        elif copy_ratio(f.content, turns) > COPY_OVERLAP:
-            reason = "assistant_copy"
+        else:
+            reason = _source(f.content, turns, text, meaning, pasted, said_by_user)
         if reason is not None:
             logger.warning(
                 "thread %s: dropped an extracted fact (%s): %r", thread_id, reason, cut(f.content)
@@ -365,6 +423,66 @@ def screen(
             continue
         kept[key] = f
     return list(kept.values()), dropped
+
+
+def _statement(
+    content: str, turns: Sequence[BaseMessage], text: TurnText, meaning: Meaning | None
+) -> str | None:
+    """The statement of a fact that holds a question too, None when there is
+    none or nothing to cut: its sentences that are not questions, else the
+    clause before the question of a one-sentence item when the user said it
+    (its words or its meaning)."""
+    parts = [s.strip() for s in _SENTENCES.split(content.strip()) if s.strip()]
+    plain = [s for s in parts if not _QUESTION_MARK.search(s)]
+    if len(plain) == len(parts):
+        return None
+    if plain:
+        return " ".join(plain)
+    clause = statement_part(content)
+    return clause if clause and _supported(clause, turns, text, meaning) else None
+
+
+def _supported(
+    statement: str, turns: Sequence[BaseMessage], text: TurnText, meaning: Meaning | None
+) -> bool:
+    """Whether the user said ``statement`` (half its words, or its meaning)."""
+    if user_share(statement, turns) >= 0.5:
+        return True
+    return meaning is not None and meaning.said_by_user(statement, text)
+
+
+def _answering(
+    content: str, turns: Sequence[BaseMessage], text: TurnText, meaning: Meaning | None
+) -> bool:
+    """Whether a fact of an answer to the user's lines alone is the model
+    answering the user: less than half the user's words, and (by meaning)
+    restating none of the user's statements."""
+    if user_share(content, turns) >= 0.5:
+        return False
+    return meaning is None or not meaning.said_by_user(content, text)
+
+
+def _source(
+    content: str,
+    turns: Sequence[BaseMessage],
+    text: TurnText,
+    meaning: Meaning | None,
+    pasted: set[str],
+    user: set[str],
+) -> str | None:
+    """``"pasted_text"`` or ``"assistant_copy"`` when the fact came from
+    there (by meaning, else by words), None when it is the user's."""
+    if meaning is not None:
+        where, _ = meaning.source(content, text)
+        if where == "pasted":
+            return "pasted_text"
+        if where == "assistant":
+            return "assistant_copy"
+    if pasted and _copies(content, pasted, user):
+        return "pasted_text"
+    if copy_ratio(content, turns) > COPY_OVERLAP:
+        return "assistant_copy"
+    return None
 
 
 def changed_words(text: str) -> set[str]:
@@ -425,5 +543,77 @@ def named_corrections(
                     cut(tied[0].content),
                 )
                 f = replace(f, replaces=tied[0].id)
+        out.append(f)
+    return out
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:STEM] for w in _words(text) if len(w) >= 4}
+
+
+def meaning_corrections(
+    facts: Sequence[FactCandidate],
+    shown: Sequence[Fact],
+    turns: Sequence[BaseMessage],
+    meaning: Meaning,
+) -> list[FactCandidate]:
+    """``facts`` with ``replaces`` set, by meaning, where a new fact corrects
+    a known one, and cleared where the model named a fact unrelated to it
+    (see the module).
+
+    Examples:
+        >>> from langchain_core.messages import HumanMessage
+        >>> from langmem_ext.engine import Fact
+        >>> old = Fact(id="f1", tenant_id="t", layer="user", layer_id="ada",
+        ...            content="Lives in Manchester")
+        >>> dog = Fact(id="f2", tenant_id="t", layer="user", layer_id="ada",
+        ...            content="Has a dog")
+        >>> m = Meaning({"Lives in Bristol": [1, 0.1], "Lives in Manchester": [1, 0.3],
+        ...              "Has a dog": [0, 1]})
+        >>> turn = [HumanMessage("We relocated from Manchester to Bristol.")]
+        >>> [f.replaces for f in meaning_corrections(
+        ...     [FactCandidate("Lives in Bristol", "context", 0.9)], [old, dog], turn, m)]
+        ['f1']
+    """
+    if not shown:
+        return list(facts)
+    own = _stems(_own(turns))
+    by_id = {k.id: k for k in shown}
+    out = []
+    for f in facts:
+        if f.replaces is not None:
+            old = by_id.get(f.replaces)
+            if old is not None and meaning.sim(f.content, old.content) < REPLACES_FLOOR:
+                logger.warning(
+                    "%r was said to replace %r, which is about something else; "
+                    "stored as a new fact",
+                    cut(f.content),
+                    cut(old.content),
+                )
+                f = replace(f, replaces=None)
+            out.append(f)
+            continue
+        ranked = sorted(
+            (
+                (meaning.sim(f.content, k.content), k)
+                for k in shown
+                if _fold(k.content) != _fold(f.content)
+            ),
+            key=lambda x: -x[0],
+        )
+        if not ranked:
+            out.append(f)
+            continue
+        best, old = ranked[0]
+        clear = len(ranked) == 1 or best - ranked[1][0] >= SLOT_MARGIN
+        named = bool((_stems(old.content) - _stems(f.content)) & own)
+        if best >= SAME_SLOT and clear and (f.category == "correction" or named):
+            logger.info(
+                "%r replaces %r: the same thing in meaning, and %s",
+                cut(f.content),
+                cut(old.content),
+                "the user names the old value" if named else "the model filed a correction",
+            )
+            f = replace(f, replaces=old.id)
         out.append(f)
     return out

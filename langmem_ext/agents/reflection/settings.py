@@ -45,6 +45,11 @@ class ReflectionSettings:
         tokenizer: how tokens are counted: an encoding name or a callable
             ``str -> int`` (see :func:`~langmem_ext.agents.reflection.token_counter`);
             default ``cl100k_base``.
+        embeddings: how screening compares meanings (whose words a fact is,
+            small talk, which known fact a correction replaces; see
+            :mod:`~langmem_ext.agents.reflection.meaning`): ``"local"`` (the
+            offline multilingual embedder, default), a LangChain
+            ``Embeddings``, or None to compare words only.
 
     Examples:
         >>> ReflectionSettings(context_tokens=4096).context_tokens
@@ -63,6 +68,7 @@ class ReflectionSettings:
     window: int = 20
     context_tokens: int = 8192
     tokenizer: str | TokenCounter | None = field(default=None, compare=False)
+    embeddings: Any = field(default="local", compare=False)
 
     def __post_init__(self) -> None:
         def bad(name: str, want: str) -> ConfigurationError:
@@ -85,6 +91,12 @@ class ReflectionSettings:
                 raise bad(name, f"an integer >= {low}")
         if not number(self.backoff) or self.backoff < 0:
             raise bad("backoff", "a number of seconds >= 0")
+        if not (
+            self.embeddings is None
+            or self.embeddings == "local"
+            or hasattr(self.embeddings, "embed_documents")
+        ):
+            raise bad("embeddings", "'local', None or a LangChain Embeddings")
 
 
 #: The smallest ``context_tokens`` accepted.
