@@ -175,6 +175,9 @@ class CaseScore:
     model_calls: int = 0
     failed_turns: int = 0
     seconds: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    estimated_calls: int = 0
 
 
 _MEASURES = (
@@ -190,6 +193,9 @@ _MEASURES = (
     "screened_out",
     "model_calls",
     "failed_turns",
+    "input_tokens",
+    "output_tokens",
+    "estimated_calls",
 )
 
 
@@ -201,13 +207,18 @@ class EvalReport:
     cases: list[CaseScore] = field(default_factory=list)
 
     def totals(self) -> dict[str, Any]:
-        """Sums over the cases (lists counted), seconds and calls per turn."""
+        """Sums over the cases (lists counted), seconds, calls and tokens per
+        turn (``estimated_calls``: calls whose server reported no usage, counted
+        by estimate; see :mod:`langmem_ext.agents.reflection.usage`)."""
         out: dict[str, Any] = {}
         for name in _MEASURES:
             values = [getattr(c, name) for c in self.cases]
             out[name] = sum(len(v) if isinstance(v, list) else v for v in values)
         out["seconds"] = round(sum(c.seconds for c in self.cases), 1)
-        out["calls_per_turn"] = round(out["model_calls"] / max(1, out["turns"]), 2)
+        turns = max(1, out["turns"])
+        out["calls_per_turn"] = round(out["model_calls"] / turns, 2)
+        out["input_tokens_per_turn"] = round(out["input_tokens"] / turns, 1)
+        out["output_tokens_per_turn"] = round(out["output_tokens"] / turns, 1)
         return out
 
     def table(self, details: bool = True) -> str:
@@ -327,6 +338,8 @@ def _run_case(
                 for i, (role, text) in enumerate(turn.messages)
             ]
             before = extractor.calls
+            spent = (extractor.usage.input_tokens, extractor.usage.output_tokens)
+            spent_estimated = extractor.usage.estimated_calls
             try:
                 result = executor.reflect(messages, config)
             except ExtractionError as e:
@@ -337,6 +350,11 @@ def _run_case(
                 retired += [*result.superseded, *result.removed]
                 score.screened_out += len(result.dropped)
             score.model_calls += extractor.calls - before
+            # The extractor's totals count failed turns' calls too (a result
+            # exists only for a turn that succeeded).
+            score.input_tokens += extractor.usage.input_tokens - spent[0]
+            score.output_tokens += extractor.usage.output_tokens - spent[1]
+            score.estimated_calls += extractor.usage.estimated_calls - spent_estimated
             score.turns += 1
     active = {f.id: f.content for f in engine.get_profile(ctx).facts}
     winners = {sid: getattr(engine.get(ctx, sid), "superseded_by", None) for sid in retired}
