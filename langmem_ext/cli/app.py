@@ -275,6 +275,10 @@ def bench_locomo(
             "before grading."
         ),
     ] = None,
+    context_tokens: Annotated[
+        int,
+        typer.Option(help="The reflect model's context size (a local server's n_ctx)."),
+    ] = 8192,
     k: Annotated[int, typer.Option(help="With --answer-model: memories per question.")] = 10,
     concurrency: Annotated[
         int, typer.Option(help="With --answer-model: questions answered at once.")
@@ -336,6 +340,7 @@ def bench_locomo(
             base_url=base_url,
             judge_base_url=judge_base_url,
             reflect_model=reflect_model,
+            context_tokens=context_tokens,
             full_context=full_context,
             errata=errata,
             k=k,

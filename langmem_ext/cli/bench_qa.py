@@ -60,6 +60,7 @@ def run_qa_command(
     base_url: str | None,
     judge_base_url: str | None,
     reflect_model: str | None,
+    context_tokens: int,
     full_context: bool,
     errata: Path | None,
     k: int,
@@ -73,8 +74,11 @@ def run_qa_command(
     """Check everything, run the harness, print and write the figures."""
     qa = dev_module("bench.locomo_qa")
     errata_mod = dev_module("bench.locomo_errata")
-    if k < 1 or concurrency < 1 or timeout <= 0:
-        raise typer.BadParameter("--k and --concurrency must be at least 1, --timeout above 0")
+    if k < 1 or concurrency < 1 or timeout <= 0 or context_tokens < 512:
+        raise typer.BadParameter(
+            "--k and --concurrency must be at least 1, --timeout above 0, "
+            "--context-tokens at least 512"
+        )
     unknown = [d for d in doc_sets if d not in qa.QA_DOC_SETS]
     if unknown:
         raise typer.BadParameter(f"unknown document sets {unknown}; choose from {qa.QA_DOC_SETS}")
@@ -119,6 +123,7 @@ def run_qa_command(
             if reflect_model
             else "scripted (LoCoMo's observations)"
         ),
+        reflect_context_tokens=context_tokens,
         full_context=full_context,
         errata=loaded,
         concurrency=concurrency,

@@ -399,6 +399,10 @@ def test_command_with_an_unreachable_server_reports_every_question_failed(data, 
             "no conversation ['conv-99']",
         ),
         (["--conversations", "conv-x"], "naming conversations needs --answer-model"),
+        (
+            ["--answer-model", "m", "--base-url", "http://x/v1", "--context-tokens", "100"],
+            "--context-tokens at least 512",
+        ),
     ],
 )
 def test_command_refuses_bad_options_before_any_work(data, tmp_path, extra, message):

@@ -181,6 +181,7 @@ class QAConfig(LocomoConfig):
     k: int = 10  # memories per question
     reflect_model: BaseChatModel | None = None  # facts: None is the scripted observations
     reflect_label: str = "scripted (LoCoMo's observations)"
+    reflect_context_tokens: int = 8192  # the reflect model's context window
     timeout: float = 120.0  # seconds per model call
     answer_max_tokens: int = 200
     judge_max_tokens: int = 300
@@ -276,14 +277,24 @@ def _memories(
     function that retrieves for one question."""
     make = BACKENDS[backend].make
     if doc_set == "facts":
+        from langmem_ext.agents.reflection import ReflectionSettings
         from langmem_ext.engine import MemoryEngine
 
         from .locomo_facts import caller, reflect_conversation
 
+        settings = ReflectionSettings(
+            window=cfg.facts_window, backoff=0.0, context_tokens=cfg.reflect_context_tokens
+        )
         with make(fact_index, pg) as store:
             engine = MemoryEngine(store)
-            model = cfg.reflect_model
-            tally = reflect_conversation(engine, conv, cfg.facts_window, model, session_dates=True)
+            tally = reflect_conversation(
+                engine,
+                conv,
+                cfg.facts_window,
+                cfg.reflect_model,
+                session_dates=True,
+                settings=settings,
+            )
             tally_out.update(tally.to_dict())
             ctx = caller(conv.sample_id)
 
@@ -672,7 +683,11 @@ def _fingerprint(cfg: QAConfig, doc_set: str, backend: str, spec: str | None) ->
             context_weight=cfg.context_weight,
         )
     if doc_set == "facts":
-        parts.update(reflect=cfg.reflect_label, window=cfg.facts_window)
+        parts.update(
+            reflect=cfg.reflect_label,
+            window=cfg.facts_window,
+            context_tokens=cfg.reflect_context_tokens,
+        )
     return _key(parts)
 
 
