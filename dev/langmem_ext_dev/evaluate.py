@@ -226,6 +226,9 @@ class CaseScore:
     dates_right: int = 0
     #: "fact: stored <label>, expected <label>" for each date resolved wrong
     dates_wrong: list[str] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    estimated_calls: int = 0
 
 
 _MEASURES = (
@@ -244,6 +247,9 @@ _MEASURES = (
     "dates",
     "dates_right",
     "dates_wrong",
+    "input_tokens",
+    "output_tokens",
+    "estimated_calls",
 )
 
 
@@ -255,13 +261,18 @@ class EvalReport:
     cases: list[CaseScore] = field(default_factory=list)
 
     def totals(self) -> dict[str, Any]:
-        """Sums over the cases (lists counted), seconds and calls per turn."""
+        """Sums over the cases (lists counted), seconds, calls and tokens per
+        turn (``estimated_calls``: calls whose server reported no usage, counted
+        by estimate; see :mod:`langmem_ext.agents.reflection.usage`)."""
         out: dict[str, Any] = {}
         for name in _MEASURES:
             values = [getattr(c, name) for c in self.cases]
             out[name] = sum(len(v) if isinstance(v, list) else v for v in values)
         out["seconds"] = round(sum(c.seconds for c in self.cases), 1)
-        out["calls_per_turn"] = round(out["model_calls"] / max(1, out["turns"]), 2)
+        turns = max(1, out["turns"])
+        out["calls_per_turn"] = round(out["model_calls"] / turns, 2)
+        out["input_tokens_per_turn"] = round(out["input_tokens"] / turns, 1)
+        out["output_tokens_per_turn"] = round(out["output_tokens"] / turns, 1)
         return out
 
     def screens(self) -> dict[str, dict[str, int]]:
@@ -400,6 +411,8 @@ def _run_case(
                 for i, (role, text) in enumerate(turn.messages)
             ]
             before = extractor.calls
+            spent = (extractor.usage.input_tokens, extractor.usage.output_tokens)
+            spent_estimated = extractor.usage.estimated_calls
             try:
                 result = executor.reflect(messages, config)
             except ExtractionError as e:
@@ -413,6 +426,11 @@ def _run_case(
                     (d.content, d.reason, _kind(d.content, turn)) for d in result.dropped
                 ]
             score.model_calls += extractor.calls - before
+            # The extractor's totals count failed turns' calls too (a result
+            # exists only for a turn that succeeded).
+            score.input_tokens += extractor.usage.input_tokens - spent[0]
+            score.output_tokens += extractor.usage.output_tokens - spent[1]
+            score.estimated_calls += extractor.usage.estimated_calls - spent_estimated
             score.turns += 1
     facts = engine.get_profile(ctx).facts
     active = {f.id: f.content for f in facts}

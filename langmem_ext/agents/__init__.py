@@ -18,6 +18,8 @@ from .reflection import (
     ReflectionFailure,
     ReflectionResult,
     ReflectionSettings,
+    TokenUsage,
+    instrument_models,
     memory_context,
 )
 from .rerank import ChatReranker, chat_reranker
@@ -38,7 +40,9 @@ __all__ = [
     "ReflectionMiddleware",
     "ReflectionResult",
     "ReflectionSettings",
+    "TokenUsage",
     "chat_reranker",
     "create_memory_tools",
+    "instrument_models",
     "memory_context",
 ]

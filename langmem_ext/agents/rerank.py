@@ -33,6 +33,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from ..engine import Operation, run_async, run_sync
 from .reflection.calls import MalformedOutput, ModelCalls, decode
+from .reflection.usage import TokenUsage
 
 __all__ = ["ChatReranker", "chat_reranker"]
 
@@ -76,6 +77,7 @@ class ChatReranker:
             max_tokens=max_tokens,
             timeout=timeout,
             name="rank",
+            purpose="rerank",
             # A hung model holds at most this many threads, however many searches call it.
             workers=4,
         )
@@ -84,6 +86,12 @@ class ChatReranker:
     def calls(self) -> int:
         """Model calls made so far."""
         return self._calls.calls
+
+    @property
+    def usage(self) -> TokenUsage:
+        """The tokens of every call made so far (see
+        :mod:`langmem_ext.agents.reflection.usage`)."""
+        return self._calls.usage
 
     def _steps(self, query: str, texts: list[str]) -> Operation[list[float]]:
         listing = "\n".join(

@@ -240,15 +240,20 @@ def bench_locomo(
         "bench-results"
     ),
     backends: Annotated[
-        str, typer.Option(help="Comma-separated: sqlite,postgres,inmemory")
-    ] = "sqlite,postgres,inmemory",
-    docs: Annotated[
-        str,
+        str | None,
         typer.Option(
-            help="Document sets: turns,observations,facts (facts: what reflection stores "
-            "with a scripted model, recalled through the memory engine)"
+            help="Comma-separated: sqlite,postgres,inmemory (default: all three; "
+            "with --answer-model: sqlite)"
         ),
-    ] = "turns,observations",
+    ] = None,
+    docs: Annotated[
+        str | None,
+        typer.Option(
+            help="Document sets: turns,observations,facts (facts: what reflection stores, "
+            "recalled through the memory engine; default: turns,observations; with "
+            "--answer-model: turns)"
+        ),
+    ] = None,
     date_prefix: Annotated[
         bool, typer.Option(help="Prefix each turn with its session date.")
     ] = True,
@@ -261,8 +266,11 @@ def bench_locomo(
     ] = 2,
     context_weight: Annotated[float, typer.Option(help="BM25 weight of that context.")] = 0.5,
     conversations: Annotated[
-        int, typer.Option(help="Only the first N conversations (0: all).")
-    ] = 0,
+        str,
+        typer.Option(
+            help="Only the first N conversations (0: all), or those named: conv-26,conv-30."
+        ),
+    ] = "0",
     questions: Annotated[
         int, typer.Option(help="Only the first N questions of each conversation (0: all).")
     ] = 0,
@@ -288,8 +296,59 @@ def bench_locomo(
             "every turn of its window)."
         ),
     ] = 1,
+    answer_model: Annotated[
+        str | None,
+        typer.Option(
+            help="Answer every question from the retrieved memories with this model and "
+            "grade the answers: a LangChain model string (openai:gpt-4o-mini), or the "
+            "model name to send to --base-url."
+        ),
+    ] = None,
+    judge_model: Annotated[
+        str | None,
+        typer.Option(help="The judge (LLM-as-judge, CORRECT/WRONG); default: the answer model."),
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            help="An OpenAI-compatible server for the answer (and reflect) model, "
+            "e.g. http://127.0.0.1:8765/v1 (key: $OPENAI_API_KEY, else none)."
+        ),
+    ] = None,
+    judge_base_url: Annotated[
+        str | None, typer.Option(help="The judge's server (default: --base-url).")
+    ] = None,
+    reflect_model: Annotated[
+        str | None,
+        typer.Option(
+            help="With --answer-model: the model reflection extracts the facts set with "
+            "(default: scripted, LoCoMo's own observations)."
+        ),
+    ] = None,
+    full_context: Annotated[
+        bool,
+        typer.Option(help="With --answer-model: also answer from the whole conversation."),
+    ] = False,
+    errata: Annotated[
+        Path | None,
+        typer.Option(
+            help="Corrections of the answer key (JSON, the LoCoMo audit's format), applied "
+            "before grading."
+        ),
+    ] = None,
+    context_tokens: Annotated[
+        int,
+        typer.Option(help="The reflect model's context size (a local server's n_ctx)."),
+    ] = 8192,
+    k: Annotated[int, typer.Option(help="With --answer-model: memories per question.")] = 10,
+    concurrency: Annotated[
+        int, typer.Option(help="With --answer-model: questions answered at once.")
+    ] = 1,
+    timeout: Annotated[float, typer.Option(help="Seconds per model call.")] = 120.0,
 ) -> None:
-    """Score recall@k of LoCoMo evidence for every backend and search mode.
+    """Score recall@k of LoCoMo evidence for every backend and search mode; with
+    --answer-model, answer every question from the retrieved memories and grade
+    the answers (LLM judge, token F1, BLEU-1), with latency and tokens per question.
 
     Example: langmem-ext bench locomo --data path/to/locomo10.json
     """
@@ -298,6 +357,12 @@ def bench_locomo(
     lo = dev_module("bench.locomo")
     BACKENDS, DOC_SETS, STAGES = lo.BACKENDS, lo.DOC_SETS, lo.STAGES
     LocomoConfig, run_locomo, write_outputs = lo.LocomoConfig, lo.run_locomo, lo.write_outputs
+    qa_mode = answer_model is not None
+    if backends is None:
+        backends = "sqlite" if qa_mode else "sqlite,postgres,inmemory"
+    if docs is None:
+        docs = "turns" if qa_mode else "turns,observations"
+    first, named = _conversations(conversations)
 
     chosen = tuple(b.strip() for b in backends.split(",") if b.strip())
     unknown = [b for b in chosen if b not in BACKENDS]
@@ -315,12 +380,47 @@ def bench_locomo(
             raise typer.BadParameter(str(e)) from None
     doc_sets = tuple(d.strip() for d in docs.split(",") if d.strip())
     bad_sets = [d for d in doc_sets if d not in DOC_SETS]
-    if bad_sets or not doc_sets:
+    if bad_sets or not (doc_sets or (qa_mode and full_context)):
         raise typer.BadParameter(f"unknown document sets {bad_sets}; choose from {list(DOC_SETS)}")
     if facts_window < 1:
         raise typer.BadParameter(f"--facts-window must be at least 1, got {facts_window}")
     if not data.exists():
         raise typer.BadParameter(f"{data} does not exist")
+    if qa_mode:
+        from .bench_qa import run_qa_command
+
+        run_qa_command(
+            data=data,
+            out=out,
+            backends=chosen,
+            doc_sets=doc_sets,
+            first=first,
+            named=named,
+            answer_model=answer_model or "",
+            judge_model=judge_model,
+            base_url=base_url,
+            judge_base_url=judge_base_url,
+            reflect_model=reflect_model,
+            context_tokens=context_tokens,
+            full_context=full_context,
+            errata=errata,
+            k=k,
+            concurrency=concurrency,
+            timeout=timeout,
+            questions=questions,
+            rerank=reranked,
+            facts_window=facts_window,
+            options={
+                "date_prefix": date_prefix,
+                "captions": captions,
+                "vector_weight": vector_weight,
+                "context_turns": context_turns,
+                "context_weight": context_weight,
+            },
+        )
+        return
+    if named:
+        raise typer.BadParameter("naming conversations needs --answer-model; give a number")
     cfg = LocomoConfig(
         data=data,
         backends=chosen,
@@ -331,7 +431,7 @@ def bench_locomo(
         context_turns=context_turns,
         context_weight=context_weight,
         cache=out / "embeddings.db",
-        conversations=conversations or None,
+        conversations=first or None,
         questions=questions or None,
         stages=staged,
         candidates=candidates,
@@ -387,6 +487,17 @@ def bench_locomo(
     )
     for path in write_outputs(result, out):
         console.print(f"wrote {path}")
+
+
+def _conversations(value: str) -> tuple[int, tuple[str, ...]]:
+    """``--conversations``: a count (0: all) or sample ids."""
+    value = value.strip()
+    if value.isdigit():
+        return int(value), ()
+    named = tuple(v.strip() for v in value.split(",") if v.strip())
+    if not named:
+        raise typer.BadParameter("--conversations: a number, or sample ids such as conv-26")
+    return 0, named
 
 
 def _reasons(counts: dict[str, int]) -> str:

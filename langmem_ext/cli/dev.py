@@ -70,7 +70,7 @@ def eval_extraction(
 ) -> None:
     """Reflect every turn of the evaluation set with a model and print what it
     stored: facts right, facts lost, noise stored, corrections applied, wrong
-    supersessions, model calls per turn.
+    supersessions, model calls and tokens per turn.
 
     Example: langmem-ext eval-extraction --model local --base-url http://127.0.0.1:8765/v1
     """
@@ -121,7 +121,8 @@ def eval_extraction(
         s = asdict(score)  # type: ignore[call-overload]
         console.print(
             f"{s['case']}: {s['right']}/{s['expected']} right, {len(s['noise'])} noise, "
-            f"{s['model_calls']} calls, {s['seconds']:.1f} s",
+            f"{s['model_calls']} calls, {s['input_tokens']} + {s['output_tokens']} tokens, "
+            f"{s['seconds']:.1f} s",
             highlight=False,
         )
 
@@ -137,8 +138,17 @@ def eval_extraction(
     for line in report.problems():
         console.print(f"  {line}", highlight=False, markup=False)
     totals = report.totals()
+    estimated = (
+        f" (estimated for {totals['estimated_calls']} of {totals['model_calls']} calls: "
+        "the server reported no usage)"
+        if totals["estimated_calls"]
+        else ""
+    )
     console.print(
-        f"{totals['calls_per_turn']} model calls per turn, {totals['seconds']} s", highlight=False
+        f"{totals['calls_per_turn']} model calls per turn; tokens per turn: "
+        f"{totals['input_tokens_per_turn']} in, {totals['output_tokens_per_turn']} out"
+        f"{estimated}; {totals['seconds']} s",
+        highlight=False,
     )
     if totals["dates"]:
         console.print(

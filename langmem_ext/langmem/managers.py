@@ -59,6 +59,7 @@ from ..agents.reflection.calls import (
     decode,
 )
 from ..agents.reflection.screen import cut, examples_in, is_example
+from ..agents.reflection.usage import TokenUsage, WithUsage
 from ..engine import Operation, run_async, run_sync
 from ..errors import ConfigurationError, ExtractionError
 from .schemas import (
@@ -108,6 +109,7 @@ class MemoryManager(OnModelCalls, Runnable[dict[str, Any], list[ExtractedMemory]
         method: Method = "auto",
         max_tokens: int | None = None,
         timeout: float | None = None,
+        purpose: str = "memory_manager",
     ) -> None:
         if method not in ("auto", "trustcall", "tool", "json"):
             raise ConfigurationError(
@@ -134,6 +136,7 @@ class MemoryManager(OnModelCalls, Runnable[dict[str, Any], list[ExtractedMemory]
             max_tokens=max_tokens,
             timeout=timeout,
             name=TOOL_NAME,
+            purpose=purpose,
         )
 
     @property
@@ -158,14 +161,20 @@ class MemoryManager(OnModelCalls, Runnable[dict[str, Any], list[ExtractedMemory]
     def invoke(
         self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[ExtractedMemory]:
-        """Memories from ``{"messages", "existing"?, "max_steps"?}``."""
-        return run_sync(self.steps(input, config), None)  # type: ignore[arg-type]
+        """Memories from ``{"messages", "existing"?, "max_steps"?}``: a list
+        (LangMem's shape) whose ``usage`` is the run's
+        :class:`~langmem_ext.agents.reflection.usage.TokenUsage`."""
+        usage = TokenUsage()
+        got = run_sync(self.steps(input, config, usage), None)  # type: ignore[arg-type]
+        return WithUsage(got, usage)
 
     async def ainvoke(
         self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[ExtractedMemory]:
         """Async :meth:`invoke`."""
-        return await run_async(self.steps(input, config), None)  # type: ignore[arg-type]
+        usage = TokenUsage()
+        got = await run_async(self.steps(input, config, usage), None)  # type: ignore[arg-type]
+        return WithUsage(got, usage)
 
     async def __call__(
         self, messages: Sequence[AnyMessage], existing: Sequence[Any] | None = None
@@ -179,9 +188,13 @@ class MemoryManager(OnModelCalls, Runnable[dict[str, Any], list[ExtractedMemory]
     # -- one body for both ----------------------------------------------------------------
 
     def steps(
-        self, input: dict[str, Any], config: RunnableConfig | None = None
+        self,
+        input: dict[str, Any],
+        config: RunnableConfig | None = None,
+        usage: TokenUsage | None = None,
     ) -> Operation[list[ExtractedMemory]]:
-        """The manager as an operation: each model call is a :class:`Call`."""
+        """The manager as an operation: each model call is a :class:`Call`
+        (their tokens added to ``usage``)."""
         if not isinstance(input, dict) or "messages" not in input:
             raise ConfigurationError(
                 "a memory manager takes {'messages': [...], 'existing'?: [...], "
@@ -193,8 +206,8 @@ class MemoryManager(OnModelCalls, Runnable[dict[str, Any], list[ExtractedMemory]
         results: dict[str, BaseModel] = {}
         current = list(existing)
         transcript = conversation(input["messages"])
-        for step in range(max_steps):
-            got = yield from self._one_step(transcript, current, step, max_steps, config)
+        for _ in range(max_steps):
+            got = yield from self._one_step(transcript, current, usage)
             if got is None:
                 break
             for mid, memory in got.items():
@@ -217,18 +230,13 @@ class MemoryManager(OnModelCalls, Runnable[dict[str, Any], list[ExtractedMemory]
         ]
 
     def _one_step(
-        self,
-        transcript: str,
-        existing: list[_Existing],
-        step: int,
-        max_steps: int,
-        config: RunnableConfig | None,
+        self, transcript: str, existing: list[_Existing], usage: TokenUsage | None
     ) -> Operation[dict[str, BaseModel] | None]:
         while True:
             try:
                 if self.shape == "trustcall":
-                    return (yield from self._trustcall(transcript, existing))
-                return (yield from self._plain(transcript, existing))
+                    return (yield from self._trustcall(transcript, existing, usage))
+                return (yield from self._plain(transcript, existing, usage))
             except Exception as e:
                 if not self._calls.fall_back(e):
                     raise
@@ -236,7 +244,7 @@ class MemoryManager(OnModelCalls, Runnable[dict[str, Any], list[ExtractedMemory]
     # -- trustcall ----------------------------------------------------------------------
 
     def _trustcall(
-        self, transcript: str, existing: list[_Existing]
+        self, transcript: str, existing: list[_Existing], usage: TokenUsage | None
     ) -> Operation[dict[str, BaseModel] | None]:
         from trustcall import create_extractor
 
@@ -254,7 +262,7 @@ class MemoryManager(OnModelCalls, Runnable[dict[str, Any], list[ExtractedMemory]
             "messages": self._prompt(transcript, None),
             "existing": [(e.id, e.kind, _plain_content(e.content)) for e in existing],
         }
-        response = yield self._calls.call(extractor, payload)
+        response = yield self._calls.call(extractor, payload, usage)
         out: dict[str, BaseModel] = {}
         for r, meta in zip(response["responses"], response["response_metadata"], strict=False):
             if type(r).__name__ == "RemoveDoc":
@@ -340,7 +348,7 @@ class MemoryManager(OnModelCalls, Runnable[dict[str, Any], list[ExtractedMemory]
         }
 
     def _plain(
-        self, transcript: str, existing: list[_Existing]
+        self, transcript: str, existing: list[_Existing], usage: TokenUsage | None
     ) -> Operation[dict[str, BaseModel] | None]:
         json_mode = self.shape == "json"
         tool = None if json_mode else self._tool()
@@ -348,7 +356,7 @@ class MemoryManager(OnModelCalls, Runnable[dict[str, Any], list[ExtractedMemory]
         feedback: str | None = None
         for _ in range(2):
             prompt = self._prompt(transcript, note + (f"\n\n{feedback}" if feedback else ""))
-            reply = yield self._calls.call(lambda: self._calls.bound(tool), prompt)
+            reply = yield self._calls.call(lambda: self._calls.bound(tool), prompt, usage)
             try:
                 return self._read(reply, existing)
             except ValueError as e:

@@ -47,6 +47,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from typing_extensions import Required, TypedDict
 
 from ..agents.reflection.calls import MalformedOutput, ModelCalls, decode
+from ..agents.reflection.usage import TokenUsage
 from ..engine import Operation, run_async, run_sync
 from ..errors import ConfigurationError
 
@@ -135,6 +136,7 @@ class _Asker:
             max_tokens=config.get("max_tokens"),
             timeout=config.get("timeout"),
             name="optimize_prompt",
+            purpose="optimizer",
         )
 
     def ask(self, tool: dict[str, Any], system: str, user: str) -> Operation[Any]:
@@ -248,6 +250,12 @@ class PromptOptimizer(Runnable[dict[str, Any], str]):
         self.kind, self.config = kind, config
         self._asker = _Asker(model, config)
 
+    @property
+    def usage(self) -> TokenUsage:
+        """The tokens of every model call this optimizer made (see
+        :mod:`langmem_ext.agents.reflection.usage`)."""
+        return self._asker.calls.usage
+
     def _steps(self, input: dict[str, Any]) -> Operation[str]:
         trajectories = _trajectories_of(input)
         prompt = _as_prompt(input.get("prompt"))
@@ -274,6 +282,12 @@ class MultiPromptOptimizer(Runnable[dict[str, Any], list[Prompt]]):
     def __init__(self, model: str | BaseChatModel, kind: str, config: dict[str, Any]) -> None:
         self.kind, self.config = kind, config
         self._asker = _Asker(model, config)
+
+    @property
+    def usage(self) -> TokenUsage:
+        """The tokens of every model call this optimizer made (see
+        :mod:`langmem_ext.agents.reflection.usage`)."""
+        return self._asker.calls.usage
 
     def _steps(self, input: dict[str, Any]) -> Operation[list[Prompt]]:
         trajectories = _trajectories_of(input)

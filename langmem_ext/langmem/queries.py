@@ -21,6 +21,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
 from ..agents.reflection.calls import MalformedOutput, ModelCalls, decode
+from ..agents.reflection.usage import TokenUsage
 from ..engine import Operation
 from .schemas import conversation
 
@@ -45,11 +46,21 @@ class QueryWriter:
 
     def __init__(self, model: str | BaseChatModel) -> None:
         self._calls = ModelCalls(
-            model, method="auto", shapes=("tool", "json"), name="search_memory"
+            model,
+            method="auto",
+            shapes=("tool", "json"),
+            name="search_memory",
+            purpose="store_manager_query",
         )
 
-    def queries(self, messages: list[Any]) -> Operation[list[str]]:
-        """The model's queries for ``messages`` (empty when it gave none)."""
+    @property
+    def usage(self) -> TokenUsage:
+        """The tokens of every call made so far."""
+        return self._calls.usage
+
+    def queries(self, messages: list[Any], usage: TokenUsage | None = None) -> Operation[list[str]]:
+        """The model's queries for ``messages`` (empty when it gave none); the
+        call's tokens are added to ``usage``."""
         ask = (
             "Search for memories relevant to this conversation, phrased as the memories "
             f"themselves would be:\n\n<convo>\n{conversation(messages)}\n</convo>"
@@ -59,7 +70,7 @@ class QueryWriter:
         def prompt(shape: str) -> list[HumanMessage]:
             return [HumanMessage(ask + (json_tail if shape == "json" else ""))]
 
-        reply, _ = yield from self._calls.ask(_TOOL, prompt)
+        reply, _ = yield from self._calls.ask(_TOOL, prompt, usage)
         calls = [tc["args"] for tc in getattr(reply, "tool_calls", ()) if tc["args"]]
         if not calls:
             try:

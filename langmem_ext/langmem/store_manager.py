@@ -54,6 +54,7 @@ from langgraph.store.base import NOT_PROVIDED, BaseStore, GetOp, Item, SearchIte
 from pydantic import BaseModel
 
 from .._langgraph import config_runtime, current_config, graph_store
+from ..agents.reflection.usage import TokenUsage, WithUsage
 from ..engine import (
     Batch,
     EngineConfig,
@@ -195,10 +196,14 @@ class MemoryStoreManager(Runnable[dict[str, Any], list[dict[str, Any]]]):
         self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[dict[str, Any]]:
         """Manage the user's memories after ``{"messages", "max_steps"?}``; returns
-        the puts made (``namespace``, ``key``, ``value``)."""
+        the puts made (``namespace``, ``key``, ``value``): a list (LangMem's
+        shape) whose ``usage`` is the run's
+        :class:`~langmem_ext.agents.reflection.usage.TokenUsage`."""
         config = current_config(config)
         engine = self._engine_for(config)
-        return engine.run(self._steps(engine, input, config), "memory_store_manager")
+        usage = TokenUsage()
+        puts = engine.run(self._steps(engine, input, config, usage), "memory_store_manager")
+        return WithUsage(puts, usage)
 
     async def ainvoke(
         self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
@@ -206,13 +211,19 @@ class MemoryStoreManager(Runnable[dict[str, Any], list[dict[str, Any]]]):
         """Async :meth:`invoke`."""
         config = current_config(config)
         engine = self._engine_for(config)
-        return await engine.arun(self._steps(engine, input, config), "memory_store_manager")
+        usage = TokenUsage()
+        steps = self._steps(engine, input, config, usage)
+        return WithUsage(await engine.arun(steps, "memory_store_manager"), usage)
 
     async def __call__(self, messages: Sequence[Any]) -> list[dict[str, Any]]:
         return await self.ainvoke({"messages": messages})
 
     def _steps(
-        self, engine: MemoryEngine, input: dict[str, Any], config: RunnableConfig
+        self,
+        engine: MemoryEngine,
+        input: dict[str, Any],
+        config: RunnableConfig,
+        usage: TokenUsage,
     ) -> Operation[list[dict[str, Any]]]:
         if not isinstance(input, dict) or "messages" not in input:
             raise ConfigurationError(
@@ -221,7 +232,7 @@ class MemoryStoreManager(Runnable[dict[str, Any], list[dict[str, Any]]]):
         env = engine.env(config)
         user = env.layer("user")
         messages = list(convert_to_messages(input["messages"]))
-        queries = yield from self._queries(messages, config)
+        queries = yield from self._queries(messages, usage)
         results = yield Batch(
             [
                 engine.store_search_op(user.ns, query=q, limit=self.query_limit)
@@ -243,16 +254,17 @@ class MemoryStoreManager(Runnable[dict[str, Any], list[dict[str, Any]]]):
         extracted = yield from self.manager.steps(
             {"messages": messages, "existing": existing, "max_steps": input.get("max_steps")},
             config,
+            usage,
         )
         for phase in self.phases:
-            extracted = yield from self._phase(phase, messages, extracted, config)
+            extracted = yield from self._phase(phase, messages, extracted, config, usage)
         return (yield from apply_changes(env, records, extracted, default, self._shown))
 
-    def _queries(self, messages: list[Any], config: RunnableConfig) -> Operation[list[str]]:
+    def _queries(self, messages: list[Any], usage: TokenUsage) -> Operation[list[str]]:
         """What to search for: a query model's queries, else the latest messages
         in windows of 1, 2, 4… (at least one, whatever ``query_limit``)."""
         if self._query_writer is not None:
-            asked = yield from self._query_writer.queries(messages)
+            asked = yield from self._query_writer.queries(messages, usage)
             if asked:
                 return asked
         n = len(messages)
@@ -286,6 +298,7 @@ class MemoryStoreManager(Runnable[dict[str, Any], list[dict[str, Any]]]):
         messages: list[Any],
         extracted: list[ExtractedMemory],
         config: RunnableConfig,
+        usage: TokenUsage,
     ) -> Operation[list[ExtractedMemory]]:
         manager = MemoryManager(
             self.manager.model,
@@ -308,6 +321,7 @@ class MemoryStoreManager(Runnable[dict[str, Any], list[dict[str, Any]]]):
                 "existing": [(m.id, m.content) for m in current],
             },
             config,
+            usage,
         )
         return [*more, *(m for i, m in removed.items() if i not in {x.id for x in more})]
 

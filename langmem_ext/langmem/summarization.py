@@ -40,7 +40,7 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import LanguageModelLike
@@ -59,6 +59,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.store.base import BaseStore
 
 from ..agents.reflection.tokens import token_counter as text_counter
+from ..agents.reflection.usage import TokenUsage, UsageRecorder, recorded
 from ..engine import Call, Operation, run_async, run_sync
 from .running_summaries import RunningSummary, SummaryPlace
 
@@ -100,11 +101,14 @@ DEFAULT_FINAL_SUMMARY_PROMPT = ChatPromptTemplate.from_messages(
 
 @dataclass
 class SummarizationResult:
-    """The messages to send to the model, and the running summary (None when
-    nothing has been summarized yet)."""
+    """The messages to send to the model, the running summary (None when
+    nothing has been summarized yet), and what summarizing cost (``usage``:
+    no calls when nothing was summarized; see
+    :mod:`langmem_ext.agents.reflection.usage`)."""
 
     messages: list[AnyMessage]
     running_summary: RunningSummary | None = None
+    usage: TokenUsage = field(default_factory=TokenUsage)
 
 
 def count_tokens(messages: Sequence[BaseMessage]) -> int:
@@ -148,6 +152,7 @@ def _steps(
         threshold -= token_counter(summary_msg.to_messages())
     cut = _cut(new, threshold, remaining_room, token_counter)
     summary = running_summary
+    usage = TokenUsage()
     if cut:
         part = new[:cut]
         room = max_tokens
@@ -160,10 +165,14 @@ def _steps(
             )
         else:
             prompt = initial.invoke({"messages": shown})
+        # The caller's callbacks stay (a graph streams the summary as before);
+        # the recorder counts its tokens beside them.
+        recorder = UsageRecorder("summarization")
         reply = yield Call(
-            lambda: model.invoke(prompt.to_messages()),
-            lambda: model.ainvoke(prompt.to_messages()),
+            lambda: model.invoke(prompt.to_messages(), recorded(recorder)),
+            lambda: model.ainvoke(prompt.to_messages(), recorded(recorder)),
         )
+        usage = recorder.usage
         text = reply.content if isinstance(reply, BaseMessage) else str(reply)
         summary = RunningSummary(
             summary=text if isinstance(text, str) else str(text),
@@ -188,7 +197,11 @@ def _steps(
             "messages": new,
         }
     )
-    return SummarizationResult(messages=list(out.to_messages()), running_summary=summary)  # type: ignore[arg-type]
+    return SummarizationResult(
+        messages=list(out.to_messages()),  # type: ignore[arg-type]
+        running_summary=summary,
+        usage=usage,
+    )
 
 
 def _check_ids(new: list[AnyMessage], running: RunningSummary | None) -> None:

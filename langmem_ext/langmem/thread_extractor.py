@@ -23,6 +23,7 @@ class _ThreadExtractor(Runnable[dict[str, Any], BaseModel]):
             schemas=(schema,),
             instructions=instructions,
             enable_updates=False,
+            purpose="thread_extractor",
         )
         self.schema = schema
 

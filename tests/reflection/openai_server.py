@@ -3,7 +3,8 @@ llama-cpp-python's server does for a small model: a named ``tool_choice`` and
 ``json_object`` output work; ``tool_choice="required"``/``"any"`` and
 ``json_schema`` fail with HTTP 500. ``tools=False`` makes every request with
 tools fail (a server without tool calling). Replies come from ``script``: a
-JSON-able object per request, or a function of the request body giving one."""
+JSON-able object per request, or a function of the request body giving one
+(``raw_text=True``: a string is sent as the reply's text as it is, not as JSON)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from typing import Any
 
 
 class LocalChatServer:
-    def __init__(self, script: list[Any], *, tools: bool = True) -> None:
+    def __init__(self, script: list[Any], *, tools: bool = True, raw_text: bool = False) -> None:
         self.script = list(script)
         self.tools = tools
+        self.raw_text = raw_text
         self.requests: list[dict[str, Any]] = []
         server = self
 
@@ -58,7 +60,8 @@ class LocalChatServer:
         if body.get("tools") and not self.tools:
             return 500, {"error": {"message": "tools are not supported by this model"}}
         step = self.script.pop(0)
-        payload = json.dumps(step(body) if callable(step) else step)
+        value = step(body) if callable(step) else step
+        payload = value if self.raw_text and isinstance(value, str) else json.dumps(value)
         if body.get("tools") and isinstance(choice, dict):
             name = choice["function"]["name"]
             call = {

@@ -184,6 +184,22 @@ def test_eval_extraction_prints_the_table_and_writes_the_scores(tmp_path):
     assert [c["case"] for c in saved["cases"]] == [c.id for c in CASES]
 
 
+def test_eval_extraction_prints_tokens_per_turn(tmp_path):
+    out = tmp_path / "scores.json"
+    result = CliRunner().invoke(
+        app, ["eval-extraction", "--model", "oracle", "--embed", "none", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    totals = json.loads(out.read_text())["totals"]
+    # The scripted model reports no usage: every call is counted by estimate.
+    assert totals["estimated_calls"] == totals["model_calls"] == TURNS
+    assert totals["input_tokens"] > totals["output_tokens"] > 0
+    per_turn = round(totals["input_tokens"] / TURNS, 1)
+    assert totals["input_tokens_per_turn"] == per_turn
+    assert f"tokens per turn: {per_turn} in" in result.output
+    assert f"estimated for {TURNS} of {TURNS} calls" in result.output
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

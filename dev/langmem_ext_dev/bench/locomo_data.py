@@ -41,6 +41,8 @@ class Question:
     text: str
     category: int
     evidence: frozenset[str]
+    answer: str = ""  # the gold answer (LoCoMo's key)
+    index: int = -1  # position in the sample's ``qa`` list (errata name questions by it)
 
 
 @dataclass
@@ -48,7 +50,10 @@ class Conversation:
     sample_id: str
     turns: list[Doc]
     observations: list[Doc]
-    questions: list[Question]
+    questions: list[Question]  # categories 1-4 with evidence (recall is scored on them)
+    qa: list[Question] = field(default_factory=list)  # every question of categories 1-4
+    position: int = 0  # index in the data file
+    speakers: tuple[str, str] = ("", "")
 
 
 def normalize_evidence(raw: Any, known: set[str], counts: Counter[str]) -> list[str]:
@@ -96,12 +101,13 @@ def load_locomo(
     ``date_prefix``), plus ``" [shares a photo: {caption}]"`` when ``captions``.
     A turn's ``context`` holds the texts of up to ``context_turns`` turns before
     and after it in the same session. Questions of categories 1–4 only (5 has
-    no answer in the conversation).
+    no answer in the conversation): ``questions`` those with evidence ids
+    (recall is scored on them), ``qa`` all of them (answers are graded on them).
     """
     data = json.loads(Path(path).read_text())
     counts: Counter[str] = Counter()
     convs: list[Conversation] = []
-    for sample in data:
+    for position, sample in enumerate(data):
         conv = sample["conversation"]
         turns: list[Doc] = []
         sessions = sorted(
@@ -136,17 +142,29 @@ def load_locomo(
                     key = f"obs-{num}-{len(observations)}"
                     meta = {"session": num, "speaker": speaker}
                     observations.append(Doc(key, text, tuple(dia), meta))
-        questions = []
-        for q in sample["qa"]:
+        questions, qa = [], []
+        for index, q in enumerate(sample["qa"]):
             if q.get("category") not in CATEGORIES:
                 continue
             ev = normalize_evidence(q.get("evidence", []), known, counts)
+            question = Question(
+                q["question"], q["category"], frozenset(ev), str(q.get("answer", "")), index
+            )
+            qa.append(question)
             if not ev:
                 counts["questions_without_evidence"] += 1
                 continue
-            questions.append(Question(q["question"], q["category"], frozenset(ev)))
+            questions.append(question)
         convs.append(
-            Conversation(sample.get("sample_id", str(len(convs))), turns, observations, questions)
+            Conversation(
+                sample.get("sample_id", str(len(convs))),
+                turns,
+                observations,
+                questions,
+                qa,
+                position,
+                (str(conv.get("speaker_a", "")), str(conv.get("speaker_b", ""))),
+            )
         )
     return convs, counts
 

@@ -10,10 +10,14 @@ memory tool does (the store's default hybrid search under the recall score).
 A recalled fact counts for the dialog turns its provenance names: the messages
 of the window it was extracted from, and those of every fact merged into it.
 
-The extraction model is scripted (:func:`observation_model`): it answers each
-call with LoCoMo's own observations of the dialog turns in that call's window.
-The figures measure the pipeline and the search, not a model: a real model
-would write other facts, in other words.
+The extraction model is scripted by default (:func:`observation_model`): it
+answers each call with LoCoMo's own observations of the dialog turns in that
+call's window. The figures then measure the pipeline and the search, not a
+model: a real model would write other facts, in other words. Any chat model
+can extract instead (``model=``, as ``langmem-ext bench locomo
+--reflect-model`` does); a session whose reflection fails is counted and
+skipped. The tally counts the tokens the model calls cost (estimated for the
+scripted model, which reports none).
 
 Examples:
     >>> from langmem_ext import SQLiteStore
@@ -33,12 +37,14 @@ Examples:
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
@@ -49,6 +55,7 @@ from langmem_ext.agents.reflection import (
     ReflectionSettings,
 )
 from langmem_ext.engine import Fact, MemoryContext, MemoryEngine, MemoryRecord
+from langmem_ext.errors import LangmemError
 from langmem_ext.testing.chat import ScriptedExtractionModel
 
 from .locomo_data import Conversation, Doc
@@ -61,6 +68,8 @@ __all__ = [
     "recall_facts",
     "reflect_conversation",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: Confidence the scripted model gives every fact (above the default threshold).
 CONFIDENCE = 0.95
@@ -87,6 +96,11 @@ class FactTally:
     removed: int = 0
     model_calls: int = 0
     reflect_seconds: float = 0.0
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    estimated_calls: int = 0
+    failed_sessions: int = 0
 
     def add(self, other: FactTally) -> None:
         for name, value in vars(other).items():
@@ -100,6 +114,9 @@ class FactTally:
         self.superseded += len(result.superseded)
         self.removed += len(result.removed)
         self.model_calls += result.model_calls
+        self.input_tokens += result.tokens.input_tokens
+        self.output_tokens += result.tokens.output_tokens
+        self.estimated_calls += result.tokens.estimated_calls
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -158,31 +175,73 @@ def observation_model(
 
 
 def reflect_conversation(
-    engine: MemoryEngine, conv: Conversation, window: int, subjects: bool = False
+    engine: MemoryEngine,
+    conv: Conversation,
+    window: int,
+    model: BaseChatModel | FactExtractor | None = None,
+    *,
+    session_dates: bool = False,
+    settings: ReflectionSettings | None = None,
+    subjects: bool = False,
 ) -> FactTally:
     """Reflect ``conv`` session by session into :func:`caller`'s memory, at
-    most ``window`` turns per model call (``subjects``: see :func:`observation_model`)."""
-    model, offered = observation_model(conv, subjects)
+    most ``window`` turns per model call, with ``model`` (default: the
+    scripted :func:`observation_model`). ``session_dates``: each session's
+    date is the turn time reflection dates facts from (as an application
+    passes it); ``subjects``: see :func:`observation_model`."""
+    scripted, offered = observation_model(conv, subjects)
+    if isinstance(model, FactExtractor):
+        extractor = model
+    else:
+        extractor = FactExtractor(model if model is not None else scripted)
     tally = FactTally(observations=len(conv.observations))
     ctx = caller(conv.sample_id)
-    settings = ReflectionSettings(window=window, backoff=0.0)
+    settings = settings or ReflectionSettings(window=window, backoff=0.0)
     started = time.perf_counter()
-    with ReflectionExecutor(FactExtractor(model), engine=engine, delay=0, settings=settings) as ex:
+    merged = 0
+    with ReflectionExecutor(extractor, engine=engine, delay=0, settings=settings) as ex:
         for session, turns in itertools.groupby(conv.turns, key=lambda d: d.meta["session"]):
             # Both speakers are people whose facts matter, so both are the user:
             # reflection reads assistant lines as context only and screens out
             # facts made of their words, which would drop what the second
             # speaker says about themself. The name keeps who spoke.
-            messages = [HumanMessage(d.text, id=d.key, name=d.meta["speaker"]) for d in turns]
+            said = list(turns)
+            messages = [HumanMessage(d.text, id=d.key, name=d.meta["speaker"]) for d in said]
             thread = f"{conv.sample_id}-session-{session}"
-            config: RunnableConfig = {"configurable": {"memory_context": ctx, "thread_id": thread}}
-            tally.absorb(ex.reflect(messages, config))
+            configurable: dict[str, Any] = {"memory_context": ctx, "thread_id": thread}
+            if session_dates and said[0].meta.get("date"):
+                configurable["session_date"] = said[0].meta["date"]
+            config: RunnableConfig = {"configurable": configurable}
+            tally.turns += len(said)
+            calls_before = ex.usage.calls
+            try:
+                result = ex.reflect(messages, config)
+                tally.absorb(result)
+                merged += len(result.merged)
+            except LangmemError as e:
+                # A real model may fail a session; the rest of the conversation
+                # is still reflected (its turns count, their facts are missing).
+                tally.failed_sessions += 1
+                logger.warning("%s: reflection failed: %s", thread, e)
+                tally.model_calls += ex.usage.calls - calls_before
     tally.reflect_seconds = time.perf_counter() - started
-    tally.offered = offered["facts"]
     tally.active = len(engine.get_profile(ctx).facts)
-    # What reached the profile and was neither stored nor skipped was merged.
-    reached = tally.offered - tally.invalid - sum(tally.screened.values())
-    tally.merged = reached - tally.stored - sum(tally.skipped.values())
+    if model is None:
+        tally.offered = offered["facts"]
+        # What reached the profile and was neither stored nor skipped was merged.
+        reached = tally.offered - tally.invalid - sum(tally.screened.values())
+        tally.merged = reached - tally.stored - sum(tally.skipped.values())
+    else:
+        # A model's answers are not seen here: what it offered is what the
+        # results account for.
+        tally.merged = merged
+        tally.offered = (
+            tally.stored
+            + merged
+            + tally.invalid
+            + sum(tally.screened.values())
+            + sum(tally.skipped.values())
+        )
     return tally
 
 

@@ -8,7 +8,9 @@ memory given back to the model within a token budget.
   context blocks (:mod:`.context`); :class:`MemoryPrompt` puts them into the system
   prompt (:mod:`langmem_ext.agents.middleware`);
 * :func:`resolve_when`, :func:`turn_time`, :func:`reconcile` — when a fact held,
-  read from the user's words against the turn's own time (:mod:`.when`).
+  read from the user's words against the turn's own time (:mod:`.when`);
+* :class:`TokenUsage`, :func:`instrument_models` — what every model call of
+  the package costs, in its results and the ``memory.llm.tokens`` metric (:mod:`.usage`).
 
 Examples:
     >>> from langmem_ext import SQLiteStore
@@ -30,6 +32,7 @@ from .executor import ReflectionExecutor, ReflectionFailure
 from .extract import FactExtractor, MalformedOutput
 from .reflect import ReflectionResult, ReflectionSettings
 from .tokens import token_counter
+from .usage import TokenUsage, instrument_models
 from .when import When, reconcile, resolve_when, turn_time
 
 __all__ = [
@@ -40,9 +43,11 @@ __all__ = [
     "ReflectionFailure",
     "ReflectionResult",
     "ReflectionSettings",
+    "TokenUsage",
     "When",
     "amemory_context",
     "format_profile",
+    "instrument_models",
     "memory_context",
     "reconcile",
     "resolve_when",

@@ -130,7 +130,7 @@ def ask_steps(
         tried = attempt + 1
         prompt = extractor.prompt(shown_turns, related, feedback, max_facts=max_facts)
         try:
-            reply, made = yield from extractor.request(prompt)
+            reply, made = yield from extractor.request(prompt, result.tokens)
         except ContextOverflow:
             result.model_calls += 1
             raise

@@ -49,6 +49,7 @@ from ..._workers import Workers
 from ...engine import Call, Operation
 from .replies import MalformedOutput, cut_off, decode, json_in, short, unclosed
 from .screen import cut
+from .usage import TokenUsage, UsageRecorder
 
 __all__ = [
     "ContextOverflow",
@@ -154,8 +155,15 @@ def local_server(model: Any) -> bool:
 # explicit empty config is not enough: a bound model merges in the running
 # graph's config from a context variable, so calls also run in a context
 # where that variable is cleared (see _fresh_context).
-def _isolated(name: str) -> RunnableConfig:
-    return {"callbacks": [], "tags": [], "metadata": {}, "configurable": {}, "run_name": name}
+# Our own usage recorder is the one callback the call carries.
+def _isolated(name: str, recorder: UsageRecorder) -> RunnableConfig:
+    return {
+        "callbacks": [recorder],
+        "tags": [],
+        "metadata": {},
+        "configurable": {},
+        "run_name": name,
+    }
 
 
 def _fresh_context() -> contextvars.Context:
@@ -181,11 +189,17 @@ class ModelCalls:
             time keeps its thread until it returns: with a bound, calls to a
             model that never answers hold at most ``workers`` threads, however
             many are made.
+        purpose: what the calls are for, the ``purpose`` of their tokens in
+            the ``memory.llm.tokens`` metric (default: ``name``); see
+            :mod:`.usage`.
+
+    Attributes:
+        usage: the tokens of every call made so far (:class:`~.usage.TokenUsage`).
 
     Examples:
         >>> calls = ModelCalls("openai:gpt-4o-mini", method="auto", shapes=("tool", "json"))
-        >>> calls.shape, calls.calls
-        ('tool', 0)
+        >>> calls.shape, calls.calls, calls.usage.total_tokens
+        ('tool', 0, 0)
     """
 
     def __init__(
@@ -198,6 +212,7 @@ class ModelCalls:
         timeout: float | None = None,
         name: str = "extract",
         workers: int | None = None,
+        purpose: str | None = None,
     ) -> None:
         self._model = model
         self.method = method
@@ -206,7 +221,9 @@ class ModelCalls:
         self.max_tokens = max_tokens
         self.timeout = timeout
         self.name = name
+        self.purpose = purpose or name
         self.calls = 0
+        self.usage = TokenUsage()
         self._lock = threading.Lock()
         self._workers = None if workers is None else Workers(workers, f"langmem-ext-{name}")
 
@@ -258,17 +275,21 @@ class ModelCalls:
         return True
 
     def ask(
-        self, tool: dict[str, Any] | None, prompt: Callable[[Shape], Any]
+        self,
+        tool: dict[str, Any] | None,
+        prompt: Callable[[Shape], Any],
+        usage: TokenUsage | None = None,
     ) -> Operation[tuple[Any, int]]:
         """One answer, as an operation: ``prompt(shape)`` sent with the model
         bound for the current shape, moving on to the next shape when the
-        server rejects this one. Returns the reply and the calls made."""
+        server rejects this one. Returns the reply and the calls made; the
+        tokens are added to ``usage`` too."""
         made = 0
         while True:
             made += 1
             payload = prompt(self.shape)
             try:
-                return (yield self.call(lambda: self.bound(tool), payload)), made
+                return (yield self.call(lambda: self.bound(tool), payload, usage)), made
             except Exception as e:
                 if not self.fall_back(e):
                     raise
@@ -301,47 +322,26 @@ class ModelCalls:
             caps["response_format"] = {"type": "json_object"}
         return model.bind(**caps) if caps else model
 
-    def call(self, runnable: Callable[[], Any], payload: Any) -> Call:
+    def call(
+        self, runnable: Callable[[], Any], payload: Any, usage: TokenUsage | None = None
+    ) -> Call:
         """One counted, isolated call with a time limit of the runnable
         ``runnable()`` makes (binding is part of the call: a model that cannot
         bind tools fails the call), as a :class:`~langmem_ext.engine.runtime.requests.Call`
-        run by either driver."""
-        config = _isolated(self.name)
+        run by either driver. Its tokens go to :attr:`usage` and ``usage``."""
 
         def sync() -> Any:
             self._count()
-            bound = runnable()
-            context = _fresh_context()
-            if self.timeout is None:
-                return context.run(bound.invoke, payload, config=config)
-            if self._workers is not None:
-                future = self._workers.submit(context.run, bound.invoke, payload, config)
-                if not concurrent.futures.wait([future], self.timeout).done:
-                    future.cancel()  # still queued behind hung calls: it never runs
-                    raise TimeoutError(f"{self.name} call took over {self.timeout:g} s")
-                return future.result()
-            # A thread of its own, so a call that never returns frees the
-            # reflection worker after ``timeout`` (clients given the timeout
-            # also drop the request itself; others finish in the background).
-            box: dict[str, Any] = {}
-
-            def run() -> None:
-                try:
-                    box["reply"] = context.run(bound.invoke, payload, config=config)
-                except BaseException as e:
-                    box["error"] = e
-
-            thread = threading.Thread(target=run, name=f"langmem-ext-{self.name}", daemon=True)
-            thread.start()
-            thread.join(self.timeout)
-            if thread.is_alive():
-                raise TimeoutError(f"{self.name} call took over {self.timeout:g} s")
-            if "error" in box:
-                raise box["error"]
-            return box["reply"]
+            recorder = UsageRecorder(self.purpose)
+            try:
+                return self._sync(runnable, payload, _isolated(self.name, recorder))
+            finally:
+                self._counted(recorder, usage)
 
         async def async_() -> Any:
             self._count()
+            recorder = UsageRecorder(self.purpose)
+            config = _isolated(self.name, recorder)
             request = runnable().ainvoke(payload, config=config)
             # A task copies the context it is created in.
             task = _fresh_context().run(asyncio.get_running_loop().create_task, request)
@@ -349,8 +349,47 @@ class ModelCalls:
                 return await asyncio.wait_for(task, self.timeout)
             except asyncio.TimeoutError as e:
                 raise TimeoutError(f"{self.name} call took over {self.timeout:g} s") from e
+            finally:
+                self._counted(recorder, usage)
 
         return Call(sync, async_)
+
+    def _sync(self, runnable: Callable[[], Any], payload: Any, config: RunnableConfig) -> Any:
+        bound = runnable()
+        context = _fresh_context()
+        if self.timeout is None:
+            return context.run(bound.invoke, payload, config=config)
+        if self._workers is not None:
+            future = self._workers.submit(context.run, bound.invoke, payload, config)
+            if not concurrent.futures.wait([future], self.timeout).done:
+                future.cancel()  # still queued behind hung calls: it never runs
+                raise TimeoutError(f"{self.name} call took over {self.timeout:g} s")
+            return future.result()
+        # A thread of its own, so a call that never returns frees the
+        # reflection worker after ``timeout`` (clients given the timeout
+        # also drop the request itself; others finish in the background).
+        box: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                box["reply"] = context.run(bound.invoke, payload, config=config)
+            except BaseException as e:
+                box["error"] = e
+
+        thread = threading.Thread(target=run, name=f"langmem-ext-{self.name}", daemon=True)
+        thread.start()
+        thread.join(self.timeout)
+        if thread.is_alive():
+            raise TimeoutError(f"{self.name} call took over {self.timeout:g} s")
+        if "error" in box:
+            raise box["error"]
+        return box["reply"]
+
+    def _counted(self, recorder: UsageRecorder, usage: TokenUsage | None) -> None:
+        with self._lock:
+            self.usage.add(recorder.usage)
+        if usage is not None:
+            usage.add(recorder.usage)
 
     def _count(self) -> None:
         with self._lock:
@@ -371,6 +410,11 @@ class OnModelCalls:
     def calls(self) -> int:
         """Model calls made so far (failed calls included)."""
         return self._calls.calls
+
+    @property
+    def usage(self) -> TokenUsage:
+        """The tokens of every call made so far (see :mod:`.usage`)."""
+        return self._calls.usage
 
     @property
     def max_tokens(self) -> int | None:

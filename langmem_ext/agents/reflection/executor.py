@@ -94,6 +94,7 @@ from .reflect import ReflectionSettings, reflect_steps
 from .scheduler import Scheduler
 from .screen import cut
 from .searching import MAX_DELAY, LangMemSearch, check_delay, check_parts
+from .usage import TokenUsage
 
 __all__ = ["ReflectionExecutor", "ReflectionFailure"]
 
@@ -236,6 +237,12 @@ class ReflectionExecutor(LangMemSearch, GraphFaces):
     def model_calls(self) -> int:
         """Model calls made by this executor's extractor (model reflectors)."""
         return self.extractor.calls if self.extractor is not None else 0
+
+    @property
+    def usage(self) -> TokenUsage:
+        """The tokens of every model call this executor's extractor made
+        (each reflection's own are in its ``ReflectionResult.tokens``)."""
+        return self.extractor.usage if self.extractor is not None else TokenUsage()
 
     def engine_for(self, store: BaseStore | None) -> MemoryEngine:
         """The engine a reflection writes with (explicit, else one per store)."""

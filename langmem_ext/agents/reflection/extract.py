@@ -74,6 +74,7 @@ from .calls import (
     short,
 )
 from .screen import cut, examples_in
+from .usage import TokenUsage
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -289,6 +290,7 @@ class FactExtractor(OnModelCalls):
             max_tokens=max_tokens,
             timeout=float(timeout) if timeout is not None else None,
             name=TOOL_NAME,
+            purpose="reflection",
         )
 
     @functools.cached_property
@@ -343,10 +345,12 @@ class FactExtractor(OnModelCalls):
             )
         return [SystemMessage(system), HumanMessage(user)]
 
-    def request(self, messages: list[BaseMessage]) -> Operation[tuple[BaseMessage, int]]:
+    def request(
+        self, messages: list[BaseMessage], usage: TokenUsage | None = None
+    ) -> Operation[tuple[BaseMessage, int]]:
         """Send the prompt, as an operation; returns the reply and the number
         of model calls made (2 when tool calling was rejected and
-        ``method="auto"`` fell back).
+        ``method="auto"`` fell back); the tokens are added to ``usage`` too.
 
         Raises:
             ContextOverflow: the prompt is too long for the model.
@@ -354,7 +358,7 @@ class FactExtractor(OnModelCalls):
         """
         return (
             yield from self._calls.ask(
-                _tool_schema(), lambda shape: self._reshaped(messages, shape)
+                _tool_schema(), lambda shape: self._reshaped(messages, shape), usage
             )
         )
 

@@ -16,6 +16,7 @@ from ...engine import Fact, ProfileUpdate, SkippedFact, policy, shown
 from ...errors import ConfigurationError
 from .screen import DroppedFact
 from .tokens import TokenCounter
+from .usage import TokenUsage
 
 __all__ = [
     "CONTEXT_MARGIN",
@@ -114,7 +115,8 @@ MIN_TURN_TOKENS = 64
 @dataclass
 class ReflectionResult:
     """What one reflection of a thread did (``dropped``: facts screened out;
-    ``unknown_replaces``: ``replaces`` values that named no fact shown)."""
+    ``unknown_replaces``: ``replaces`` values that named no fact shown;
+    ``tokens``: what its model calls cost, see :mod:`.usage`)."""
 
     thread_id: str
     messages: int = 0
@@ -127,6 +129,7 @@ class ReflectionResult:
     invalid: list[str] = field(default_factory=list)
     dropped: list[DroppedFact] = field(default_factory=list)
     unknown_replaces: list[str] = field(default_factory=list)
+    tokens: TokenUsage = field(default_factory=TokenUsage)
 
     def absorb(self, update: ProfileUpdate) -> None:
         self.added += update.added
