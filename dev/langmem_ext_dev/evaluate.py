@@ -263,7 +263,7 @@ class EvalReport:
     def totals(self) -> dict[str, Any]:
         """Sums over the cases (lists counted), seconds, calls and tokens per
         turn (``estimated_calls``: calls whose server reported no usage, counted
-        by estimate; see :mod:`langmem_ext.agents.reflection.usage`)."""
+        by estimate; see :mod:`langmem_ext.model_calls.usage`)."""
         out: dict[str, Any] = {}
         for name in _MEASURES:
             values = [getattr(c, name) for c in self.cases]

@@ -51,9 +51,9 @@ from ..engine import (
     shown,
 )
 from ..errors import ConfigurationError, InvalidValueError
+from ..model_calls.tokens import TokenCounter, token_counter
 from .reflection import context as cx
 from .reflection.faces import ReflectionMiddleware as _ReflectionMiddleware
-from .reflection.tokens import TokenCounter, token_counter
 
 __all__ = ["MemoryPrompt", "ReflectionMiddleware", "with_system_block"]
 

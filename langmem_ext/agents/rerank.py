@@ -32,8 +32,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from ..engine import Operation, run_async, run_sync
-from .reflection.calls import MalformedOutput, ModelCalls, decode
-from .reflection.usage import TokenUsage
+from ..model_calls.calls import MalformedOutput, ModelCalls, decode
+from ..model_calls.usage import TokenUsage
 
 __all__ = ["ChatReranker", "chat_reranker"]
 
@@ -90,7 +90,7 @@ class ChatReranker:
     @property
     def usage(self) -> TokenUsage:
         """The tokens of every call made so far (see
-        :mod:`langmem_ext.agents.reflection.usage`)."""
+        :mod:`langmem_ext.model_calls.usage`)."""
         return self._calls.usage
 
     def _steps(self, query: str, texts: list[str]) -> Operation[list[float]]:

@@ -1,6 +1,6 @@
 """LangMem's memory manager and thread extractor, on trustcall where the model
 server accepts it and on one plain call where it does not: the structured-output
-strategy reflection uses too (:mod:`langmem_ext.agents.reflection.calls`).
+strategy reflection uses too (:mod:`langmem_ext.model_calls.calls`).
 
 :func:`create_memory_manager` and :func:`create_thread_extractor` have
 LangMem's names, signatures and return shapes (``ExtractedMemory(id,
@@ -51,17 +51,18 @@ from langchain_core.messages import AnyMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, ValidationError
 
-from ..agents.reflection.calls import (
+from ..agents.reflection.screen import examples_in, is_example
+from ..engine import Operation, run_async, run_sync
+from ..errors import ConfigurationError, ExtractionError
+from ..model_calls.calls import (
     MalformedOutput,
     ModelCalls,
     OnModelCalls,
     Shape,
     decode,
 )
-from ..agents.reflection.screen import cut, examples_in, is_example
-from ..agents.reflection.usage import TokenUsage, WithUsage
-from ..engine import Operation, run_async, run_sync
-from ..errors import ConfigurationError, ExtractionError
+from ..model_calls.replies import cut
+from ..model_calls.usage import TokenUsage, WithUsage
 from .schemas import (
     MEMORY_INSTRUCTIONS,
     TOOL_NAME,
@@ -163,7 +164,7 @@ class MemoryManager(OnModelCalls, Runnable[dict[str, Any], list[ExtractedMemory]
     ) -> list[ExtractedMemory]:
         """Memories from ``{"messages", "existing"?, "max_steps"?}``: a list
         (LangMem's shape) whose ``usage`` is the run's
-        :class:`~langmem_ext.agents.reflection.usage.TokenUsage`."""
+        :class:`~langmem_ext.model_calls.usage.TokenUsage`."""
         usage = TokenUsage()
         got = run_sync(self.steps(input, config, usage), None)  # type: ignore[arg-type]
         return WithUsage(got, usage)

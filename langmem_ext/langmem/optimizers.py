@@ -46,10 +46,10 @@ from langchain_core.messages import HumanMessage, SystemMessage, convert_to_mess
 from langchain_core.runnables import Runnable, RunnableConfig
 from typing_extensions import Required, TypedDict
 
-from ..agents.reflection.calls import MalformedOutput, ModelCalls, decode
-from ..agents.reflection.usage import TokenUsage
 from ..engine import Operation, run_async, run_sync
 from ..errors import ConfigurationError
+from ..model_calls.calls import MalformedOutput, ModelCalls, decode
+from ..model_calls.usage import TokenUsage
 
 __all__ = [
     "MultiPromptOptimizer",
@@ -253,7 +253,7 @@ class PromptOptimizer(Runnable[dict[str, Any], str]):
     @property
     def usage(self) -> TokenUsage:
         """The tokens of every model call this optimizer made (see
-        :mod:`langmem_ext.agents.reflection.usage`)."""
+        :mod:`langmem_ext.model_calls.usage`)."""
         return self._asker.calls.usage
 
     def _steps(self, input: dict[str, Any]) -> Operation[str]:
@@ -286,7 +286,7 @@ class MultiPromptOptimizer(Runnable[dict[str, Any], list[Prompt]]):
     @property
     def usage(self) -> TokenUsage:
         """The tokens of every model call this optimizer made (see
-        :mod:`langmem_ext.agents.reflection.usage`)."""
+        :mod:`langmem_ext.model_calls.usage`)."""
         return self._asker.calls.usage
 
     def _steps(self, input: dict[str, Any]) -> Operation[list[Prompt]]:

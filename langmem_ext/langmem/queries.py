@@ -1,5 +1,5 @@
 """The search queries a store manager's ``query_model`` writes, asked in the
-extraction's call strategy (:mod:`langmem_ext.agents.reflection.calls`): a
+extraction's call strategy (:mod:`langmem_ext.model_calls.calls`): a
 named tool choice, which local servers accept, and JSON output where a server
 cannot call tools.
 
@@ -20,9 +20,9 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
-from ..agents.reflection.calls import MalformedOutput, ModelCalls, decode
-from ..agents.reflection.usage import TokenUsage
 from ..engine import Operation
+from ..model_calls.calls import MalformedOutput, ModelCalls, decode
+from ..model_calls.usage import TokenUsage
 from .schemas import conversation
 
 __all__ = ["QueryWriter"]

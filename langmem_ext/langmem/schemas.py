@@ -16,9 +16,9 @@ from langchain_core.messages import convert_to_messages
 from langchain_core.messages.utils import merge_message_runs
 from pydantic import BaseModel, Field
 
-from ..agents.reflection.calls import rejects_tool_shape
 from ..engine import shown
 from ..errors import InvalidValueError
+from ..model_calls.calls import rejects_tool_shape
 
 __all__ = [
     "MEMORY_INSTRUCTIONS",

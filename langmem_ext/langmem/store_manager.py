@@ -54,7 +54,6 @@ from langgraph.store.base import NOT_PROVIDED, BaseStore, GetOp, Item, SearchIte
 from pydantic import BaseModel
 
 from .._langgraph import config_runtime, current_config, graph_store
-from ..agents.reflection.usage import TokenUsage, WithUsage
 from ..engine import (
     Batch,
     EngineConfig,
@@ -67,6 +66,7 @@ from ..engine import (
     add_fields,
 )
 from ..errors import ConfigurationError
+from ..model_calls.usage import TokenUsage, WithUsage
 from ._store_changes import apply_changes
 from .managers import (
     MEMORY_INSTRUCTIONS,
@@ -198,7 +198,7 @@ class MemoryStoreManager(Runnable[dict[str, Any], list[dict[str, Any]]]):
         """Manage the user's memories after ``{"messages", "max_steps"?}``; returns
         the puts made (``namespace``, ``key``, ``value``): a list (LangMem's
         shape) whose ``usage`` is the run's
-        :class:`~langmem_ext.agents.reflection.usage.TokenUsage`."""
+        :class:`~langmem_ext.model_calls.usage.TokenUsage`."""
         config = current_config(config)
         engine = self._engine_for(config)
         usage = TokenUsage()

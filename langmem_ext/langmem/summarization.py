@@ -58,9 +58,9 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.store.base import BaseStore
 
-from ..agents.reflection.tokens import token_counter as text_counter
-from ..agents.reflection.usage import TokenUsage, UsageRecorder, recorded
 from ..engine import Call, Operation, run_async, run_sync
+from ..model_calls.tokens import token_counter as text_counter
+from ..model_calls.usage import TokenUsage, UsageRecorder, recorded
 from .running_summaries import RunningSummary, SummaryPlace
 
 __all__ = [
@@ -104,7 +104,7 @@ class SummarizationResult:
     """The messages to send to the model, the running summary (None when
     nothing has been summarized yet), and what summarizing cost (``usage``:
     no calls when nothing was summarized; see
-    :mod:`langmem_ext.agents.reflection.usage`)."""
+    :mod:`langmem_ext.model_calls.usage`)."""
 
     messages: list[AnyMessage]
     running_summary: RunningSummary | None = None

@@ -15,10 +15,10 @@ from langgraph.prebuilt import create_react_agent
 from langmem_ext import create_memory_tools
 from langmem_ext.agents import MemoryPrompt
 from langmem_ext.agents.reflection import amemory_context, format_profile, memory_context
-from langmem_ext.agents.reflection.tokens import token_counter
 from langmem_ext.engine import Profile
 from langmem_ext.engine.records.models import Fact
 from langmem_ext.errors import InvalidValueError
+from langmem_ext.model_calls.tokens import token_counter
 from tests.surfaces.scripted import ScriptedChatModel
 
 from .conftest import config_for

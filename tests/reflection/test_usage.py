@@ -26,15 +26,15 @@ from langmem_ext import (
 )
 from langmem_ext.agents import FactExtractor, ReflectionExecutor, chat_reranker
 from langmem_ext.agents.reflection.settings import ReflectionSettings
-from langmem_ext.agents.reflection.usage import (
+from langmem_ext.engine import MemoryContext, run_sync
+from langmem_ext.engine.runtime.metrics import collected_points
+from langmem_ext.model_calls.usage import (
     MESSAGE_OVERHEAD,
     TokenUsage,
     estimate_input,
     estimate_output,
     instrument_models,
 )
-from langmem_ext.engine import MemoryContext, run_sync
-from langmem_ext.engine.runtime.metrics import collected_points
 from langmem_ext.testing.chat import ScriptedExtractionModel, facts_call
 from tests.embeddings import WordEmbeddings
 from tests.reflection.openai_server import LocalChatServer

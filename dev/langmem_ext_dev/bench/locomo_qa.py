@@ -26,7 +26,7 @@ graded as not correct (J 0, F1 0, BLEU-1 0); the run goes on.
 Answers and grades are cached in a SQLite file as they come (``cache``): an
 interrupted run, run again, asks only what is missing; a correction of the
 key re-grades only the questions it changes. Failed calls are not cached.
-Every model call counts its tokens (:mod:`langmem_ext.agents.reflection.usage`):
+Every model call counts its tokens (:mod:`langmem_ext.model_calls.usage`):
 the rows give tokens per question (answer and judge apart) and, for facts,
 per reflected turn.
 
@@ -59,11 +59,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.store.base import BaseStore, PutOp
 
-from langmem_ext.agents.reflection.calls import ModelCalls, classify
-from langmem_ext.agents.reflection.screen import cut
-from langmem_ext.agents.reflection.tokens import token_counter
-from langmem_ext.agents.reflection.usage import TokenUsage
 from langmem_ext.engine import Fact, run_sync
+from langmem_ext.model_calls import cut
+from langmem_ext.model_calls.calls import ModelCalls, classify
+from langmem_ext.model_calls.tokens import token_counter
+from langmem_ext.model_calls.usage import TokenUsage
 
 from .locomo import (
     BACKENDS,

@@ -27,12 +27,12 @@ Examples:
     - (none)
 """
 
+from ...model_calls.tokens import token_counter
+from ...model_calls.usage import TokenUsage, instrument_models
 from .context import DEFAULT_QUOTAS, amemory_context, format_profile, memory_context
 from .executor import ReflectionExecutor, ReflectionFailure
 from .extract import FactExtractor, MalformedOutput
 from .reflect import ReflectionResult, ReflectionSettings
-from .tokens import token_counter
-from .usage import TokenUsage, instrument_models
 from .when import When, reconcile, resolve_when, turn_time
 
 __all__ = [

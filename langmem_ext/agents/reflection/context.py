@@ -81,7 +81,7 @@ from ...engine import (
     shown,
 )
 from ...errors import ConfigurationError, InvalidValueError
-from .tokens import TokenCounter, token_counter
+from ...model_calls.tokens import TokenCounter, token_counter
 
 __all__ = [
     "DEFAULT_CONTEXT_BUDGET",

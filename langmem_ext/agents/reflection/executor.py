@@ -87,6 +87,7 @@ from ...engine import (
     shown,
 )
 from ...errors import ConfigurationError, InvalidValueError
+from ...model_calls.usage import TokenUsage
 from .extract import FactExtractor
 from .faces import GraphFaces
 from .jobs import UNSET, Job, as_current, merge_messages, messages_of, store_config
@@ -94,7 +95,6 @@ from .reflect import ReflectionSettings, reflect_steps
 from .scheduler import Scheduler
 from .screen import cut
 from .searching import MAX_DELAY, LangMemSearch, check_delay, check_parts
-from .usage import TokenUsage
 
 __all__ = ["ReflectionExecutor", "ReflectionFailure"]
 

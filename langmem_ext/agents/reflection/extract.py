@@ -62,7 +62,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from ...engine import Fact, FactCandidate, Operation, policy, run_async, run_sync
-from .calls import (
+from ...model_calls.calls import (
     ContextOverflow,
     MalformedOutput,
     ModelCalls,
@@ -73,8 +73,8 @@ from .calls import (
     decode,
     short,
 )
+from ...model_calls.usage import TokenUsage
 from .screen import cut, examples_in
-from .usage import TokenUsage
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",

@@ -64,6 +64,7 @@ from ...engine import (
     Operation,
 )
 from ...errors import ExtractionError
+from ...model_calls.tokens import token_counter
 from .ask import ask_steps, meaning_steps
 from .dating import dated
 from .extract import (
@@ -82,7 +83,6 @@ from .settings import (
     ReflectionResult,
     ReflectionSettings,
 )
-from .tokens import token_counter
 
 __all__ = ["ReflectionResult", "ReflectionSettings", "reflect_steps"]
 

@@ -93,6 +93,7 @@ from dataclasses import dataclass, replace
 from langchain_core.messages import BaseMessage
 
 from ...engine import Fact, FactCandidate
+from ...model_calls.replies import LOG_CHARS, cut
 from .meaning import SAME_SLOT, Meaning, TurnText, statement_part, turn_text
 
 __all__ = [
@@ -130,9 +131,6 @@ STEM = 5
 MAX_FACT_SENTENCES = 2
 #: ... and so is a fact longer than this many characters.
 MAX_FACT_CHARS = 300
-#: Model output quoted in a log line or in feedback to the model is cut to
-#: this many characters (a broken reply can be tens of kilobytes).
-LOG_CHARS = 200
 #: A ``replaces`` the model gave is kept only for a known fact at least this
 #: close in meaning to the new one (unrelated facts are about 0.8 apart with
 #: the default embedder; a fact and its correction 0.87 and closer).
@@ -296,19 +294,6 @@ class DroppedFact:
 
     content: str
     reason: str
-
-
-def cut(text: object, n: int = LOG_CHARS) -> str:
-    """``text`` (``str()`` of anything) cut to ``n`` characters with a marker.
-
-    Examples:
-        >>> cut("x" * 500, 20)
-        'xxxxxxxxxxxxxxxxxxxx… [480 more characters]'
-    """
-    s = text if isinstance(text, str) else str(text)
-    if len(s) <= n:
-        return s
-    return f"{s[:n]}… [{len(s) - n} more characters]"
 
 
 def _words(text: str) -> set[str]:

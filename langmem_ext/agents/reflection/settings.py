@@ -14,9 +14,9 @@ from typing import Any
 
 from ...engine import Fact, ProfileUpdate, SkippedFact, policy, shown
 from ...errors import ConfigurationError
+from ...model_calls.tokens import TokenCounter
+from ...model_calls.usage import TokenUsage
 from .screen import DroppedFact
-from .tokens import TokenCounter
-from .usage import TokenUsage
 
 __all__ = [
     "CONTEXT_MARGIN",

@@ -24,9 +24,33 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from .screen import cut
+__all__ = [
+    "LOG_CHARS",
+    "MalformedOutput",
+    "cut",
+    "cut_off",
+    "decode",
+    "json_in",
+    "short",
+    "unclosed",
+]
 
-__all__ = ["MalformedOutput", "cut_off", "decode", "json_in", "short", "unclosed"]
+#: Model output quoted in a log line or in feedback to the model is cut to
+#: this many characters (a broken reply can be tens of kilobytes).
+LOG_CHARS = 200
+
+
+def cut(text: object, n: int = LOG_CHARS) -> str:
+    """``text`` (``str()`` of anything) cut to ``n`` characters with a marker.
+
+    Examples:
+        >>> cut("x" * 500, 20)
+        'xxxxxxxxxxxxxxxxxxxx… [480 more characters]'
+    """
+    s = text if isinstance(text, str) else str(text)
+    if len(s) <= n:
+        return s
+    return f"{s[:n]}… [{len(s) - n} more characters]"
 
 
 class MalformedOutput(ValueError):

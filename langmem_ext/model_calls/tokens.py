@@ -18,8 +18,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from ...engine import shown
-from ...errors import ConfigurationError
+from ..engine import shown
+from ..errors import ConfigurationError
 
 __all__ = ["DEFAULT_ENCODING", "TokenCounter", "token_counter"]
 

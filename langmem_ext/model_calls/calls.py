@@ -1,5 +1,5 @@
 """One structured-output strategy for every extraction: reflection's
-:class:`~.extract.FactExtractor` and the LangMem-style memory managers.
+:class:`~langmem_ext.agents.reflection.FactExtractor` and the LangMem-style memory managers.
 
 A :class:`ModelCalls` owns one chat model and the call shape it is asked in:
 
@@ -27,7 +27,7 @@ those names are importable from here too.
 
 Examples:
     >>> ModelCalls.__name__, decode.__module__
-    ('ModelCalls', 'langmem_ext.agents.reflection.replies')
+    ('ModelCalls', 'langmem_ext.model_calls.replies')
 """
 
 from __future__ import annotations
@@ -45,10 +45,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 
-from ..._workers import Workers
-from ...engine import Call, Operation
-from .replies import MalformedOutput, cut_off, decode, json_in, short, unclosed
-from .screen import cut
+from .._workers import Workers
+from ..engine import Call, Operation
+from .replies import MalformedOutput, cut, cut_off, decode, json_in, short, unclosed
 from .usage import TokenUsage, UsageRecorder
 
 __all__ = [
