@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .errors import ConfigurationError
+
 __all__ = ["Workers"]
 
 
@@ -43,7 +45,7 @@ class Workers:
 
     def __init__(self, size: int, name: str, *, idle: float = 30.0) -> None:
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ValueError(f"size must be a whole number of at least 1, got {size!r}")
+            raise ConfigurationError(f"size must be a whole number of at least 1, got {size!r}")
         self.size = size
         self.name = name
         self.idle = idle

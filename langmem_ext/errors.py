@@ -35,6 +35,7 @@ __all__ = [
     "InvalidMemoryTypeError",
     "InvalidNamespaceError",
     "InvalidOperationError",
+    "InvalidStateError",
     "InvalidValueError",
     "LangmemError",
     "MemoryNotFoundError",
@@ -202,6 +203,15 @@ class InvalidOperationError(LangmemError, ValueError):
     import that would overwrite existing items without ``replace=True``."""
 
     code = "INVALID_OPERATION"
+
+
+class InvalidStateError(LangmemError, RuntimeError):
+    """The object cannot do this in its present state: a reflection executor
+    that is shut down, a store closed from inside its own event loop, sync
+    calls on an async store that was given no sync connection. The message
+    says what to call instead."""
+
+    code = "INVALID_STATE"
 
 
 class DamagedMemoryError(InvalidOperationError):

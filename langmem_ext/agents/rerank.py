@@ -32,6 +32,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from ..engine import Operation, run_async, run_sync
+from ..errors import ConfigurationError
 from ..model_calls.calls import MalformedOutput, ModelCalls, decode
 from ..model_calls.usage import TokenUsage
 
@@ -68,7 +69,9 @@ class ChatReranker:
         timeout: float | None = 30.0,
     ) -> None:
         if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 20:
-            raise ValueError(f"max_chars must be a whole number of at least 20, got {max_chars!r}")
+            raise ConfigurationError(
+                f"max_chars must be a whole number of at least 20, got {max_chars!r}"
+            )
         self.max_chars = max_chars
         self._calls = ModelCalls(
             model,

@@ -53,7 +53,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..agents.reflection.screen import examples_in, is_example
 from ..engine import Operation, run_async, run_sync
-from ..errors import ConfigurationError, ExtractionError
+from ..errors import ConfigurationError, ExtractionError, InvalidValueError
 from ..model_calls.calls import (
     MalformedOutput,
     ModelCalls,
@@ -378,25 +378,27 @@ class MemoryManager(OnModelCalls, Runnable[dict[str, Any], list[ExtractedMemory]
     def _read(self, reply: Any, existing: list[_Existing]) -> dict[str, BaseModel]:
         raw = decode(reply, TOOL_NAME, max_tokens=self._calls.max_tokens)
         if not isinstance(raw, dict) or not isinstance(raw.get("memories"), list):
-            raise ValueError("expected an object with a 'memories' list")
+            raise InvalidValueError("expected an object with a 'memories' list")
         known = {e.id for e in existing}
         out: dict[str, BaseModel] = {}
         for n, item in enumerate(raw.get("memories") or [], 1):
             if not isinstance(item, dict):
-                raise ValueError(f"memory {n} is not an object")
+                raise InvalidValueError(f"memory {n} is not an object")
             kind = item.get("kind") or (
                 next(iter(self.by_name)) if len(self.by_name) == 1 else None
             )
             schema = self.by_name.get(kind)  # type: ignore[arg-type]
             if schema is None:
-                raise ValueError(f"memory {n}: unknown kind {kind!r}; use {list(self.by_name)}")
+                raise InvalidValueError(
+                    f"memory {n}: unknown kind {kind!r}; use {list(self.by_name)}"
+                )
             content = item.get("content")
             if isinstance(content, str) and "content" in schema.model_fields:
                 content = {"content": content}
             try:
                 value = schema.model_validate(content)
             except ValidationError as e:
-                raise ValueError(f"memory {n}: {e.errors()[0]['msg']}") from None
+                raise InvalidValueError(f"memory {n}: {e.errors()[0]['msg']}") from None
             texts = [v for v in value.model_dump().values() if isinstance(v, str)]
             if any(is_example(t, self.examples) for t in texts):
                 # The model copied the request's example text, not the user.

@@ -59,6 +59,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.store.base import BaseStore
 
 from ..engine import Call, Operation, run_async, run_sync
+from ..errors import ConfigurationError, InvalidValueError
 from ..model_calls.tokens import token_counter as text_counter
 from ..model_calls.usage import TokenUsage, UsageRecorder, recorded
 from .running_summaries import RunningSummary, SummaryPlace
@@ -129,7 +130,7 @@ def _steps(
 ) -> Operation[SummarizationResult]:
     initial, existing, final = prompts
     if max_summary_tokens >= max_tokens:
-        raise ValueError("`max_summary_tokens` must be less than `max_tokens`.")
+        raise ConfigurationError("`max_summary_tokens` must be less than `max_tokens`.")
     threshold = max_tokens if max_tokens_before_summary is None else max_tokens_before_summary
     msgs = list(messages)
     system = msgs.pop(0) if msgs and isinstance(msgs[0], SystemMessage) else None
@@ -208,12 +209,12 @@ def _check_ids(new: list[AnyMessage], running: RunningSummary | None) -> None:
     done = running.summarized_message_ids if running is not None else set()
     for m in new:
         if m.id is None:
-            raise ValueError(
+            raise InvalidValueError(
                 "Messages are required to have ID field (the running summary tracks "
                 "them by id): give each message an id, as LangGraph's add_messages does."
             )
         if m.id in done:
-            raise ValueError(
+            raise InvalidValueError(
                 f"Message with ID {m.id} has already been summarized: pass the thread's "
                 "messages once each, with the running summary of that thread."
             )
@@ -383,7 +384,7 @@ class SummarizationNode(RunnableLambda):
             context = dict(get("context", None) or {})
             msgs = get(input_messages_key, None)
             if msgs is None:
-                raise ValueError(
+                raise InvalidValueError(
                     f"Missing required field `{input_messages_key}` in the input: the node "
                     "reads the thread's messages there (input_messages_key)."
                 )

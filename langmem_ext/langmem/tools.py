@@ -72,6 +72,7 @@ from ..engine import (
 )
 from ..errors import (
     ConfigurationError,
+    InvalidValueError,
     LangmemError,
     MemoryToolError,
     MemoryToolNotFoundError,
@@ -318,7 +319,7 @@ def _parse_json_text(schema: Any) -> Any:
         try:
             return json.loads(value)
         except ValueError as e:
-            raise ValueError(
+            raise InvalidValueError(
                 f"content must be a JSON value matching the MEMORY schema, got text that "
                 f"is not JSON ({e}): {value[:80]!r}"
             ) from None

@@ -22,7 +22,7 @@ Examples:
     'xxxxxxxxxx… [290 more characters]'
 """
 
-from .calls import ContextOverflow, ModelCalls, classify, rejects_tool_shape
+from .calls import ContextOverflow, ModelCalls, ModelTimeout, classify, rejects_tool_shape
 from .replies import LOG_CHARS, MalformedOutput, cut, cut_off, decode
 from .tokens import TokenCounter, token_counter
 from .usage import TokenUsage, UsageRecorder, WithUsage, instrument_models, recorded
@@ -32,6 +32,7 @@ __all__ = [
     "ContextOverflow",
     "MalformedOutput",
     "ModelCalls",
+    "ModelTimeout",
     "TokenCounter",
     "TokenUsage",
     "UsageRecorder",

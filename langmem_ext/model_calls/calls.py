@@ -47,6 +47,7 @@ from langchain_core.runnables.config import var_child_runnable_config
 
 from .._workers import Workers
 from ..engine import Call, Operation
+from ..errors import LangmemError
 from .replies import MalformedOutput, cut, cut_off, decode, json_in, short, unclosed
 from .usage import TokenUsage, UsageRecorder
 
@@ -54,6 +55,7 @@ __all__ = [
     "ContextOverflow",
     "MalformedOutput",
     "ModelCalls",
+    "ModelTimeout",
     "OnModelCalls",
     "Shape",
     "classify",
@@ -81,8 +83,21 @@ _WORDS = {"trustcall": "trustcall's requests", "tool": "named-tool calls", "json
 _TOOLISH = re.compile(r"tool|function|response_format|json_schema|grammar", re.I)
 
 
-class ContextOverflow(RuntimeError):
-    """The prompt does not fit the model's context window (send fewer turns)."""
+class ContextOverflow(LangmemError, RuntimeError):
+    """The prompt does not fit the model's context window (send fewer turns).
+
+    A ``RuntimeError`` too, as before it joined the package's error tree."""
+
+    code = "CONTEXT_OVERFLOW"
+
+
+class ModelTimeout(LangmemError, TimeoutError):
+    """A model call took longer than its time limit. A ``TimeoutError`` (what
+    :func:`classify` and callers catching timeouts look for); repeating the
+    call may succeed."""
+
+    code = "MODEL_TIMEOUT"
+    retryable = True
 
 
 def classify(error: BaseException) -> Cause:
@@ -347,7 +362,7 @@ class ModelCalls:
             try:
                 return await asyncio.wait_for(task, self.timeout)
             except asyncio.TimeoutError as e:
-                raise TimeoutError(f"{self.name} call took over {self.timeout:g} s") from e
+                raise ModelTimeout(f"{self.name} call took over {self.timeout:g} s") from e
             finally:
                 self._counted(recorder, usage)
 
@@ -362,7 +377,7 @@ class ModelCalls:
             future = self._workers.submit(context.run, bound.invoke, payload, config)
             if not concurrent.futures.wait([future], self.timeout).done:
                 future.cancel()  # still queued behind hung calls: it never runs
-                raise TimeoutError(f"{self.name} call took over {self.timeout:g} s")
+                raise ModelTimeout(f"{self.name} call took over {self.timeout:g} s")
             return future.result()
         # A thread of its own, so a call that never returns frees the
         # reflection worker after ``timeout`` (clients given the timeout
@@ -379,7 +394,7 @@ class ModelCalls:
         thread.start()
         thread.join(self.timeout)
         if thread.is_alive():
-            raise TimeoutError(f"{self.name} call took over {self.timeout:g} s")
+            raise ModelTimeout(f"{self.name} call took over {self.timeout:g} s")
         if "error" in box:
             raise box["error"]
         return box["reply"]

@@ -24,6 +24,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from ..errors import LangmemError
+
 __all__ = [
     "LOG_CHARS",
     "MalformedOutput",
@@ -53,12 +55,17 @@ def cut(text: object, n: int = LOG_CHARS) -> str:
     return f"{s[:n]}… [{len(s) - n} more characters]"
 
 
-class MalformedOutput(ValueError):
+class MalformedOutput(LangmemError, ValueError):
     """The model's reply is not the requested object (bad JSON, no tool call
-    and no JSON text). ``truncated`` is True when the reply was cut off."""
+    and no JSON text). ``truncated`` is True when the reply was cut off.
+
+    A ``ValueError`` too, as before it joined the package's error tree."""
+
+    code = "MALFORMED_OUTPUT"
 
     def __init__(self, message: str, *, truncated: bool = False) -> None:
-        super().__init__(message)
+        # In ``details`` too, so a pickled copy (executors) keeps it.
+        super().__init__(message, truncated=truncated)
         self.truncated = truncated
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from langgraph.store.base import BaseStore, GetOp, PutOp
 
-from ..errors import ConfigurationError, InvalidValueError
+from ..errors import ConfigurationError, InvalidStateError, InvalidValueError
 from ._ops import check_expiry, check_namespace, check_text, check_ttl, dump_value
 
 __all__ = ["BATCH", "existing", "malformed", "prepare_units", "read_lines", "write_lines"]
@@ -77,7 +77,7 @@ def _decode(raw: str | bytes, number: int) -> str:
         try:
             text = bytes(raw).decode("utf-8")
         except UnicodeDecodeError as e:
-            raise ValueError(
+            raise InvalidValueError(
                 f"not UTF-8 text (byte 0x{raw[e.start]:02x} at position {e.start}); save the "
                 "file as UTF-8"
             ) from None
@@ -91,14 +91,14 @@ def _time(row: dict[str, Any], name: str) -> datetime | None:
         return None
     try:
         if not isinstance(text, str):
-            raise ValueError
+            raise InvalidValueError(f"{name!r} is not a string")
         ts = datetime.fromisoformat(text)
     except ValueError:
-        raise ValueError(
+        raise InvalidValueError(
             f"{name!r} must be an ISO-8601 time such as 2026-01-31T12:00:00+00:00"
         ) from None
     if ts.tzinfo is None:
-        raise ValueError(f"{name!r} needs a time zone (e.g. +00:00)")
+        raise InvalidValueError(f"{name!r} needs a time zone (e.g. +00:00)")
     return ts
 
 
@@ -106,21 +106,21 @@ def _parse(number: int, text: str) -> _Line:
     try:
         row = json.loads(text)
     except json.JSONDecodeError as e:
-        raise ValueError(f"not JSON ({e.msg} at column {e.colno})") from None
+        raise InvalidValueError(f"not JSON ({e.msg} at column {e.colno})") from None
     except RecursionError:
-        raise ValueError("nested too deeply to be an item") from None
+        raise InvalidValueError("nested too deeply to be an item") from None
     except ValueError as e:  # e.g. an integer of more digits than Python converts
-        raise ValueError(f"not JSON ({e})") from None
+        raise InvalidValueError(f"not JSON ({e})") from None
     if not isinstance(row, dict):
-        raise ValueError("not a JSON object")
+        raise InvalidValueError("not a JSON object")
     ns, key, value = row.get("namespace"), row.get("key"), row.get("value")
     if not isinstance(key, str) or not key:
-        raise ValueError("'key' must be a non-empty string")
+        raise InvalidValueError("'key' must be a non-empty string")
     if "\x00" in key:
-        raise ValueError("'key' contains the NUL character (\\u0000); remove it")
+        raise InvalidValueError("'key' contains the NUL character (\\u0000); remove it")
     check_text(key, "'key'")
     if not isinstance(ns, list) or not ns:
-        raise ValueError("'namespace' must be a non-empty list of labels")
+        raise InvalidValueError("'namespace' must be a non-empty list of labels")
     # The checks every store makes, before anything is written; a store's own
     # (NUL on PostgreSQL) run when the lines are prepared.
     check_namespace(tuple(ns))
@@ -128,7 +128,7 @@ def _parse(number: int, text: str) -> _Line:
     ttl = check_ttl(row.get("ttl"))
     indexed = row.get("indexed", True)
     if not isinstance(indexed, bool):
-        raise ValueError("'indexed' must be true or false")
+        raise InvalidValueError("'indexed' must be true or false")
     times = {name: _time(row, name) for name in ("created_at", "updated_at", "expires_at")}
     expiry: Any = ttl
     if ttl is None and times["expires_at"] is not None:
@@ -178,7 +178,7 @@ def prepare_units(store: Any, ops: list[PutOp]) -> list[tuple[Any, Any]]:
     None)`` per op, checked by the store's batch plan and embedded."""
     plan = store._plan(ops)
     if len(plan.puts) != len(ops):
-        raise RuntimeError("prepare_units needs ops with distinct (namespace, key)")
+        raise InvalidStateError("prepare_units needs ops with distinct (namespace, key)")
     emb = store.embeddings
     vecs = emb.embed_documents_array(plan.doc_texts) if plan.doc_texts and emb else None
     units: list[tuple[Any, Any]] = []

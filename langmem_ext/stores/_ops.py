@@ -96,7 +96,7 @@ def namespace_matches(kind: str, path: tuple[str, ...], ns: tuple[str, ...]) -> 
     """Whether ``ns`` matches a ``list_namespaces`` condition: ``path`` against
     its first (``"prefix"``) or last (``"suffix"``) labels, ``"*"`` matching any."""
     if kind not in ("prefix", "suffix"):
-        raise ValueError(f"unsupported match type {shown(kind)}; use 'prefix' or 'suffix'")
+        raise InvalidValueError(f"unsupported match type {shown(kind)}; use 'prefix' or 'suffix'")
     if len(ns) < len(path):
         return False
     pairs = zip(ns, path) if kind == "prefix" else zip(reversed(ns), reversed(path))

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InvalidValueError
 from .threads import threads_for
 
 __all__ = [
@@ -342,10 +343,10 @@ class Segment:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             if size < len(_MAGIC) + 8 + len(_TRAILER):
-                raise ValueError(f"{path} is truncated")
+                raise InvalidValueError(f"{path} is truncated")
             mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         if mm[: len(_MAGIC)] != _MAGIC or mm[-len(_TRAILER) :] != _TRAILER:
-            raise ValueError(f"{path} is not a complete vector segment")
+            raise InvalidValueError(f"{path} is not a complete vector segment")
         hlen = int.from_bytes(mm[len(_MAGIC) : len(_MAGIC) + 8], "little")
         header = json.loads(mm[len(_MAGIC) + 8 : len(_MAGIC) + 8 + hlen])
         base = -(-(len(_MAGIC) + 8 + hlen) // _ALIGN) * _ALIGN
@@ -418,7 +419,7 @@ class FileRows:
         while done < len(view):
             got = os.preadv(self._fd, [view[done:]], start + done)
             if got <= 0:
-                raise ValueError("a vector segment file ended early")
+                raise InvalidValueError("a vector segment file ended early")
             done += got
         return out
 

@@ -33,6 +33,8 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from ..errors import InvalidValueError
+
 __all__ = ["QueryFeedback", "query_feedback"]
 
 _WORD = re.compile(r"[^\W_]{2,}", re.UNICODE)
@@ -101,7 +103,7 @@ def query_feedback(top: int = 5, terms: int = 8, weight: float = 0.25) -> QueryF
         ValueError: ``top`` or ``terms`` below 1, or ``weight`` negative.
     """
     if top < 1 or terms < 1:
-        raise ValueError(f"top and terms must be at least 1, got top={top}, terms={terms}")
+        raise InvalidValueError(f"top and terms must be at least 1, got top={top}, terms={terms}")
     if not weight >= 0:
-        raise ValueError(f"weight must be 0 or more, got {weight}")
+        raise InvalidValueError(f"weight must be 0 or more, got {weight}")
     return QueryFeedback(top, terms, weight)

@@ -60,7 +60,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langgraph.store.base import SearchItem, SearchOp
 
 from .._workers import Workers
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, InvalidValueError
 from ._ops import HybridSearchOp
 from .feedback import QueryFeedback
 
@@ -339,15 +339,15 @@ def _from_docs(docs: Sequence[Document], n: int) -> list[tuple[int, float]]:
     for rank, d in enumerate(docs):
         i = d.metadata.get("lmx_position")
         if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n:
-            raise ValueError("the compressor returned a document it was not given")
+            raise InvalidValueError("the compressor returned a document it was not given")
         if i in seen:
-            raise ValueError(f"the compressor returned candidate {i} twice")
+            raise InvalidValueError(f"the compressor returned candidate {i} twice")
         seen.add(i)
         score = d.metadata.get("relevance_score")
         if isinstance(score, numbers.Real) and not isinstance(score, bool):
             value = float(score)
             if not math.isfinite(value):
-                raise ValueError(f"the compressor gave candidate {i} the score {value}")
+                raise InvalidValueError(f"the compressor gave candidate {i} the score {value}")
         else:
             value = 1.0 - rank / n
         out.append((i, value))
@@ -357,7 +357,7 @@ def _from_docs(docs: Sequence[Document], n: int) -> list[tuple[int, float]]:
 def _from_scores(scores: Any, n: int) -> list[tuple[int, float]]:
     values = [float(s) for s in scores]
     if len(values) != n or not all(math.isfinite(v) for v in values):
-        raise ValueError(f"expected {n} finite scores, got {len(values)}")
+        raise InvalidValueError(f"expected {n} finite scores, got {len(values)}")
     # Stable: equal scores keep the store's order.
     return sorted(enumerate(values), key=lambda p: -p[1])
 

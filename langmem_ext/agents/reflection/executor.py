@@ -86,7 +86,7 @@ from ...engine import (
     run_sync,
     shown,
 )
-from ...errors import ConfigurationError, InvalidValueError
+from ...errors import ConfigurationError, InvalidStateError, InvalidValueError
 from ...model_calls.usage import TokenUsage
 from .extract import FactExtractor
 from .faces import GraphFaces
@@ -265,7 +265,7 @@ class ReflectionExecutor(LangMemSearch, GraphFaces):
         mode: Literal["thread", "loop"],
     ) -> Job:
         if self._closed:
-            raise RuntimeError("this ReflectionExecutor is shut down; create a new one")
+            raise InvalidStateError("this ReflectionExecutor is shut down; create a new one")
         messages, extra = messages_of(payload)
         config = cast(RunnableConfig, dict(run_config(config)))
         if store is not None and not isinstance(store, BaseStore):

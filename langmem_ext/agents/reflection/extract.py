@@ -62,6 +62,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from ...engine import Fact, FactCandidate, Operation, policy, run_async, run_sync
+from ...errors import ConfigurationError
 from ...model_calls.calls import (
     ContextOverflow,
     MalformedOutput,
@@ -268,7 +269,7 @@ class FactExtractor(OnModelCalls):
         timeout: float | None = DEFAULT_TIMEOUT,
     ) -> None:
         if method not in ("auto", "tool", "json"):
-            raise ValueError(f"unknown method {method!r}; use 'auto', 'tool' or 'json'")
+            raise ConfigurationError(f"unknown method {method!r}; use 'auto', 'tool' or 'json'")
         if model is not None and not isinstance(model, str | BaseChatModel):
             raise TypeError(
                 f"model must be a chat model, a 'provider:model' string or None, got {model!r}"
@@ -276,11 +277,15 @@ class FactExtractor(OnModelCalls):
         if max_tokens is not None and (
             isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
         ):
-            raise ValueError(f"max_tokens must be a positive integer or None, got {max_tokens!r}")
+            raise ConfigurationError(
+                f"max_tokens must be a positive integer or None, got {max_tokens!r}"
+            )
         if timeout is not None and (
             isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
         ):
-            raise ValueError(f"timeout must be a number of seconds > 0 or None, got {timeout!r}")
+            raise ConfigurationError(
+                f"timeout must be a number of seconds > 0 or None, got {timeout!r}"
+            )
         self.method = method
         self.instructions = instructions
         self._calls = ModelCalls(

@@ -19,7 +19,7 @@ from langgraph.store.base import Op, PutOp, Result, TTLConfig
 from psycopg.types import TypeInfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
-from ...errors import InvalidValueError
+from ...errors import InvalidStateError, InvalidValueError
 from .._async_ttl import AsyncTTLSweeper
 from .._base import PurgeReport
 from .._ops import SearchMode
@@ -269,7 +269,9 @@ class AsyncPostgresStore(AsyncTTLSweeper, PostgresCore):  # type: ignore[misc]
             loop.run_until_complete(self.aclose())
             return
         if loop is not None and loop.is_running():
-            raise RuntimeError("AsyncPostgresStore.close() inside its event loop; use aclose()")
+            raise InvalidStateError(
+                "AsyncPostgresStore.close() inside its event loop; use aclose()"
+            )
         # The loop is gone: its tasks cannot run again, so just drop the sockets.
         pool = self._pool if self._owns_pool else None
         if pool is not None:
@@ -530,7 +532,7 @@ class _SyncSide:
                 setup_on(self._store, conn)
         pool = self._conn_pool()
         if pool is None:
-            raise RuntimeError(
+            raise InvalidStateError(
                 "this AsyncPostgresStore was given a bare AsyncConnection, so it has no "
                 "sync methods; await the a-prefixed ones (abatch, aget, asearch...)"
             )
