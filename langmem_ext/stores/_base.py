@@ -297,6 +297,15 @@ class HybridStore(BaseStore):
     def _omit_expired(self) -> bool:
         return self.ttl_config is None or self.ttl_config.get("omit_expired", True)
 
+    @property
+    def indexed_fields(self) -> tuple[Any, ...]:
+        """The tokenized field paths the index embeds, as this store resolved
+        them (``"$"`` left out; empty without an index): the
+        :class:`~langmem_ext.stores.capabilities.IndexedFields` capability."""
+        if self._index is None:
+            return ()
+        return tuple(tokens for path, tokens in self._index.fields if path != "$")
+
     # -- the batch plan ------------------------------------------------------------
 
     def _check_put(self, put: PreparedPut) -> None:

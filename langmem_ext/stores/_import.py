@@ -2,7 +2,8 @@
 read and checked, the items that already exist found, and the writes, all in
 one transaction on this package's stores.
 
-A store takes part through ``store._bulk_import()``, an object with
+A store takes part through ``store.bulk_import()`` (the
+:class:`~langmem_ext.stores.capabilities.BulkImport` capability), an object with
 
 * ``prepare(ops)``: check the puts as the store's own ``batch`` would and embed
   them, writing nothing; one unit per op, in order;
@@ -33,6 +34,7 @@ from langgraph.store.base import BaseStore, GetOp, PutOp
 
 from ..errors import ConfigurationError, InvalidStateError, InvalidValueError
 from ._ops import check_expiry, check_namespace, check_text, check_ttl, dump_value
+from .capabilities import BulkImport
 
 __all__ = ["BATCH", "existing", "malformed", "prepare_units", "read_lines", "write_lines"]
 
@@ -223,8 +225,8 @@ def write_lines(
     whether timestamps were restored)``. Unless ``skip_bad``, a bad line
     raises :func:`malformed` and nothing is written (on this package's stores;
     other stores keep the batches written before it)."""
-    hook = getattr(store, "_bulk_import", None)
-    importer: Any = hook() if hook is not None else _Plain(store)
+    importer: Any = store.bulk_import() if isinstance(store, BulkImport) else _Plain(store)
+    bulk = not isinstance(importer, _Plain)
     bad: list[tuple[int, str]] = []
     prepared: list[tuple[Sequence[_Line], list[Any]]] = []
     done = 0
@@ -248,7 +250,7 @@ def write_lines(
                 written.extend(done_part)
         if bad and not skip_bad:
             raise malformed(bad)  # leaving the session: rolled back
-    return written, sorted(bad), hook is not None
+    return written, sorted(bad), bulk
 
 
 def _tries(

@@ -33,6 +33,7 @@ from pydantic import ConfigDict
 
 from ..errors import ConfigurationError
 from ._ops import SEARCH_MODES, SearchMode, check_namespace
+from .capabilities import IndexedFields
 
 __all__ = ["StoreRetriever", "as_retriever", "document", "item_text"]
 
@@ -123,9 +124,9 @@ def document(store: BaseStore, item: SearchItem) -> Document:
 def item_text(store: BaseStore, value: dict[str, Any]) -> str:
     """What ``store`` indexes of ``value`` (its index ``fields``), else its
     ``content`` or ``text``, else the value as JSON."""
-    ours = getattr(store, "_index", None)  # this package's stores: the resolved config
-    if ours is not None:
-        paths = [tokens for path, tokens in ours.fields if path != "$"]
+    paths: Any
+    if isinstance(store, IndexedFields):  # this package's stores: as they resolved it
+        paths = store.indexed_fields
     else:
         config = getattr(store, "index_config", None) or {}
         paths = [tokenize_path(f) for f in config.get("fields") or [] if f != "$"]

@@ -50,6 +50,7 @@ from langgraph.store.base import BaseStore
 from ..errors import InvalidOperationError
 from ._import import existing, malformed, read_lines, write_lines
 from ._ops import check_namespace
+from .capabilities import PagedExport
 
 __all__ = ["ImportReport", "export_jsonl", "import_jsonl", "iter_rows"]
 
@@ -71,11 +72,10 @@ def iter_rows(store: BaseStore, namespace_prefix: tuple[str, ...] = ()) -> Itera
         [('m1', False, None)]
     """
     check_namespace(namespace_prefix, allow_empty=True)
-    page = getattr(store, "_transfer_page", None)
-    if page is not None:
+    if isinstance(store, PagedExport):
         after = None
         while True:
-            rows = page(tuple(namespace_prefix), after, _PAGE)
+            rows = store.transfer_page(tuple(namespace_prefix), after, _PAGE)
             for _, row in rows:
                 yield row
             if len(rows) < _PAGE:

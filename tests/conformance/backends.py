@@ -36,6 +36,7 @@ OURS = frozenset(
         "typed_equality",  # "1" != 1 in filters
         "validates_input",  # non-dict / non-JSON values and ops passed to batch are checked
         "context_fields",  # index["context_fields"]: keyword-only text, weighted lower
+        "capabilities",  # stores.capabilities: PagedExport, BulkImport, IndexedFields
     }
 )
 

@@ -359,7 +359,7 @@ def test_other_tenants_are_read_while_an_import_creating_a_tenant_is_open(dsn):
         dsn, index=INDEX, partition_by_tenant=True, pool_config={"max_size": 4}
     ) as store:
         store.put(("tenant", "acme", "user", "ada"), "m1", {"text": "likes tea"})
-        importer = store._bulk_import()
+        importer = store.bulk_import()
         ops = [PutOp(("newco", f"u{i % 7}"), f"k{i}", {"text": f"fact {i}"}) for i in range(300)]
         units = importer.prepare(ops)
         rows = [(op.namespace, op.key, {}) for op in ops]

@@ -608,13 +608,13 @@ class PostgresStore(PostgresCore):
 
     # -- export/import (see stores.transfer) ------------------------------------
 
-    def _transfer_page(
+    def transfer_page(
         self, namespace_prefix: tuple[str, ...], after: tuple[str, str] | None, limit: int
     ) -> list[tuple[tuple[str, str], dict[str, Any]]]:
         steps = _transfer.page_steps(namespace_prefix, after, limit)
         return self._run(steps, "an export", write=False)
 
-    def _bulk_import(self) -> _transfer.BulkImport:
+    def bulk_import(self) -> _transfer.BulkImport:
         return _transfer.BulkImport(self, self._connection, drive, self._run)
 
 

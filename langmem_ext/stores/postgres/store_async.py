@@ -410,13 +410,13 @@ class AsyncPostgresStore(AsyncTTLSweeper, PostgresCore):  # type: ignore[misc]
 
     # -- export/import (see stores.transfer), on the sync side ----------------------
 
-    def _transfer_page(
+    def transfer_page(
         self, namespace_prefix: tuple[str, ...], after: tuple[str, str] | None, limit: int
     ) -> list[tuple[tuple[str, str], dict[str, Any]]]:
         steps = _transfer.page_steps(namespace_prefix, after, limit)
         return self._sync.run(steps, "an export", write=False)
 
-    def _bulk_import(self) -> _transfer.BulkImport:
+    def bulk_import(self) -> _transfer.BulkImport:
         return _transfer.BulkImport(self, self._sync.connection, drive, self._sync.run)
 
     # -- TTL ---------------------------------------------------------------------

@@ -719,13 +719,13 @@ class SQLiteStore(HybridStore):
 
     # -- export/import (see stores.transfer) ------------------------------------
 
-    def _transfer_page(
+    def transfer_page(
         self, namespace_prefix: tuple[str, ...], after: tuple[str, str] | None, limit: int
     ) -> list[tuple[tuple[str, str], dict[str, Any]]]:
         with self._lock:
             return _transfer.page(self._connect(), namespace_prefix, after, limit, time.time())
 
-    def _bulk_import(self) -> _transfer.BulkImport:
+    def bulk_import(self) -> _transfer.BulkImport:
         return _transfer.BulkImport(self)
 
     # -- embedding cache backend -------------------------------------------------
