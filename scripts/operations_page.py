@@ -35,6 +35,8 @@ page is made from them too.
   `memory:write`) are not offered the tools that write.
 * **Command**: `langmem-ext memories <command> --user-id <user>` (see
   [the command line](cli.md)).
+* **Browser**: the memory browser's pages run these operations, their forms made
+  from the operation's parameters.
 * **Errors**: every surface shows an error as `<CODE>: <message>`, with the same
   message: an error `ToolMessage` for an agent, an MCP result with `isError: true`,
   `error: ...` and exit status 1 on the command line, a message on the browser's page.
@@ -67,15 +69,17 @@ def _type(schema: dict[str, Any]) -> str:
 def render() -> str:
     from langmem_ext.agents.reflection.context import context
     from langmem_ext.engine.operations import OPERATIONS
+    from langmem_ext.servers.ui import BROWSER_ACTIONS  # the browser's pages run these
 
     lines = [INTRO]
     specs = [*OPERATIONS.values(), context]
     lines += ["| operation | access | tool | command | browser |", "|---|---|---|---|---|"]
     for spec in specs:
+        offered = "yes" if spec.name in BROWSER_ACTIONS else ""
         lines.append(
             f"| [`{spec.name}`](#{spec.name}) | {spec.access} | "
             f"{f'`{spec.tool}`' if spec.tool else ''} | "
-            f"{f'`{spec.cli}`' if spec.cli else ''} | {'yes' if spec.browser else ''} |"
+            f"{f'`{spec.cli}`' if spec.cli else ''} | {offered} |"
         )
     for spec in specs:
         schema = spec.schema(admin=True)
@@ -91,7 +95,7 @@ def render() -> str:
             where.append(f"tool: `{spec.tool}`")
         if spec.cli:
             where.append(f"command: `langmem-ext memories {spec.cli}`")
-        if spec.browser:
+        if spec.name in BROWSER_ACTIONS:
             where.append("browser")
         lines += ["; ".join(where) + f". Access: {spec.access}.", ""]
         if props:

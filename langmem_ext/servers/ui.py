@@ -65,11 +65,31 @@ from ._ui_sessions import DEFAULT_IDLE, DEFAULT_LIFETIME, Sessions, ended_messag
 from .callers import Callers
 from .hosts import LOOPBACK, SameSiteOnly, check_host_names
 
-__all__ = ["create_ui_app"]
+__all__ = ["BROWSER_ACTIONS", "create_ui_app"]
 
 _COOKIE = "lmx_session"
 _TYPES = ("fact", "rule", "episode", "note")
 _NEW = {"fact": "store_fact", "rule": "store_rule", "episode": "store_episode"}
+#: The catalogue operations the browser's pages run (the operations page's
+#: browser column is made from this set).
+BROWSER_ACTIONS = frozenset(
+    {
+        "list",
+        "stats",
+        "search",
+        "entities",
+        "about",
+        *_NEW.values(),
+        "get",
+        "versions",
+        "history",
+        "revise",
+        "update_fact",
+        "delete",
+        "forget",
+        "erase",
+    }
+)
 _TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates" / "ui"))
 
 
@@ -123,6 +143,9 @@ def create_ui_app(
 
     async def act(name: str, who: MemoryContext, **args: Any) -> Any:
         """Run a catalogue operation as the signed-in caller."""
+        # The operations page's browser column is BROWSER_ACTIONS: a page
+        # that calls another operation fails here, not silently.
+        assert name in BROWSER_ACTIONS, f"add {name!r} to BROWSER_ACTIONS"
         spec = OPERATIONS[name]
         return await engine.arun(spec.start(engine, who, args), spec.name)
 

@@ -108,7 +108,7 @@ def _feedback(env: Env, rule_id: str, helpful: bool, reason: str | None) -> Oper
     return new
 
 
-@operation(access="write", tool="memory_forget", browser=True, errors=(MemoryNotFoundError,))
+@operation(access="write", tool="memory_forget", errors=(MemoryNotFoundError,))
 def forget(c: Caller, type: Kind, id: Id, *, tenant: Tenant = None) -> Operation[MemoryRecord]:
     """Forget a memory: it is never recalled again, and it stays in the
     history (facts become retracted, rules and episodes forgotten)."""
@@ -165,7 +165,7 @@ def update(
     return new
 
 
-@operation(access="write", browser=True, errors=(MemoryNotFoundError, *_LONG))
+@operation(access="write", errors=(MemoryNotFoundError, *_LONG))
 def revise(c: Caller, id: Id, content: Content, *, tenant: Tenant = None) -> Operation[Any]:
     """Change what a memory says, keeping its history: a fact is replaced by a
     new fact (new id, linked from the old one, which stays in its history);

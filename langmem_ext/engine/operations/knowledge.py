@@ -114,7 +114,7 @@ def _find(env: Env, layer: Layer, ref: str) -> Operation[tuple[Entity, list[Enti
     return entity, known
 
 
-@operation(access="read", tool="memory_entities", browser=True)
+@operation(access="read", tool="memory_entities")
 def entities(
     c: Caller,
     kind: EntityKind = None,
@@ -129,7 +129,7 @@ def entities(
     return sorted(shown_, key=lambda e: (fold(e.name), e.id))
 
 
-@operation(access="read", tool="memory_about", browser=True, errors=(MemoryNotFoundError,))
+@operation(access="read", tool="memory_about", errors=(MemoryNotFoundError,))
 def about(
     c: Caller, entity: EntityRef, *, layer: LayerName = None, tenant: Tenant = None
 ) -> Operation[About]:
@@ -169,7 +169,7 @@ Subject = Annotated[str, Field(pattern=r"\S", description="Who or what: a name, 
 Predicate = Annotated[str, Field(pattern=r"\S", description="Which attribute, e.g. 'lives_in'.")]
 
 
-@operation(access="read", tool="memory_timeline", browser=True)
+@operation(access="read", tool="memory_timeline")
 def timeline(
     c: Caller,
     subject: Subject,
@@ -204,7 +204,7 @@ def timeline(
     return sorted(facts.values(), key=lambda f: (f.held_from, f.created_at, f.id))
 
 
-@operation(access="read", tool="memory_stale", browser=True)
+@operation(access="read", tool="memory_stale")
 def stale(
     c: Caller, types: Kinds = None, *, layer: LayerName = None, tenant: Tenant = None
 ) -> Operation[list[MemoryRecord]]:
@@ -256,9 +256,7 @@ def _relink(
     return puts, moved
 
 
-@operation(
-    access="write", tool="memory_merge_entities", browser=True, errors=(MemoryNotFoundError,)
-)
+@operation(access="write", tool="memory_merge_entities", errors=(MemoryNotFoundError,))
 def merge_entities(
     c: Caller,
     into: Annotated[EntityRef, Field(description="The entity to keep (id or name).")],
@@ -314,9 +312,7 @@ def merge_duplicates(env: Env, pairs: Sequence[tuple[str, str]]) -> Operation[No
     return None
 
 
-@operation(
-    access="write", tool="memory_unmerge_entities", browser=True, errors=(MemoryNotFoundError,)
-)
+@operation(access="write", tool="memory_unmerge_entities", errors=(MemoryNotFoundError,))
 def unmerge_entities(
     c: Caller,
     entity: Annotated[
@@ -361,7 +357,7 @@ def unmerge_entities(
     return gone
 
 
-@operation(access="write", tool="memory_split_entity", browser=True, errors=(MemoryNotFoundError,))
+@operation(access="write", tool="memory_split_entity", errors=(MemoryNotFoundError,))
 def split_entity(
     c: Caller,
     entity: EntityRef,

@@ -42,7 +42,7 @@ Limit20 = Annotated[
 ]
 
 
-@operation(access="read", browser=True, name="list")
+@operation(access="read", name="list")
 def list_memories(
     c: Caller,
     *,
@@ -107,7 +107,7 @@ def _decode_cursor(cursor: str) -> tuple[str, str]:
         ) from e
 
 
-@operation(access="read", tool="memory_stats", browser=True)
+@operation(access="read", tool="memory_stats")
 def stats(c: Caller, scope: ScopeFilter = None, *, tenant: Tenant = None) -> Operation[dict]:
     """How many memories you have of each kind, and in which state (active,
     fading, superseded, forgotten, expired)."""

@@ -386,7 +386,7 @@ def add_fact(
     return kept[0] if kept else None
 
 
-@operation(access="write", cli=False, browser=True, errors=(FactNotFoundError,))
+@operation(access="write", cli=False, errors=(FactNotFoundError,))
 def update_fact(
     c: Caller,
     id: Id,

@@ -33,7 +33,7 @@ __all__ = ["get", "get_memory", "history", "versions"]
 _NOT_FOUND = (MemoryNotFoundError,)
 
 
-@operation(access="read", browser=True)
+@operation(access="read")
 def get(
     c: Caller,
     id: Id,
@@ -59,7 +59,7 @@ def get_memory(c: Caller, type: Kind, id: Id, *, tenant: Tenant = None) -> Opera
     return record
 
 
-@operation(access="read", browser=True)
+@operation(access="read")
 def history(c: Caller, id: Id, *, tenant: Tenant = None) -> Operation[list[MemoryEvent]]:
     """What happened to a memory, oldest first: who created, changed, replaced
     or forgot it, and when."""
@@ -73,7 +73,7 @@ def history(c: Caller, id: Id, *, tenant: Tenant = None) -> Operation[list[Memor
     return sorted(events, key=lambda e: (e.at, e.id))
 
 
-@operation(access="read", browser=True, errors=_NOT_FOUND)
+@operation(access="read", errors=_NOT_FOUND)
 def versions(c: Caller, id: Id, *, tenant: Tenant = None) -> Operation[list[Fact]]:
     """Every version of a fact, oldest first: the facts it replaced and those
     that replaced it, whether by an edit, a newer fact with the same subject

@@ -79,7 +79,7 @@ MinConfidence = Annotated[
 ]
 
 
-@operation(access="read", tool="memory_search", browser=True)
+@operation(access="read", tool="memory_search")
 def search(
     c: Caller,
     query: Query,

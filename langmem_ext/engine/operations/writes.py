@@ -105,7 +105,7 @@ def add(
     return note
 
 
-@operation(access="write", tool="memory_store_fact", browser=True, errors=_LONG)
+@operation(access="write", tool="memory_store_fact", errors=_LONG)
 def store_fact(
     c: Caller,
     subject: Subject,
@@ -168,7 +168,7 @@ def store_fact(
     return fact
 
 
-@operation(access="write", tool="memory_store_episode", browser=True, errors=_LONG)
+@operation(access="write", tool="memory_store_episode", errors=_LONG)
 def store_episode(
     c: Caller,
     content: Text,
@@ -215,7 +215,7 @@ def store_episode(
     return ep
 
 
-@operation(access="write", tool="memory_store_rule", browser=True, errors=_LONG)
+@operation(access="write", tool="memory_store_rule", errors=_LONG)
 def store_rule(
     c: Caller,
     content: Text,

@@ -171,7 +171,6 @@ class Spec(Generic[P, T]):
     access: Access
     tool: str | None
     cli: str | None
-    browser: bool
     errors: tuple[type[LangmemError], ...]
     params: tuple[Param, ...]
     caller: bool
@@ -269,7 +268,6 @@ def operation(
     access: Access,
     tool: str | None = None,
     cli: str | bool = True,
-    browser: bool = False,
     errors: Iterable[type[LangmemError]] = (),
     caller: bool = True,
     name: str | None = None,
@@ -281,7 +279,6 @@ def operation(
         tool: its name in the agent tool set and over MCP (None: not a tool).
         cli: its ``langmem-ext memories`` command (True: the name with dashes,
             False: none).
-        browser: whether the memory browser offers it.
         errors: the errors it raises besides bad arguments (documented).
         caller: False for operations that need no caller (health checks).
         name: the operation's name, when the function's cannot be it (``list``).
@@ -301,7 +298,6 @@ def operation(
             access=access,
             tool=tool,
             cli=(called.replace("_", "-") if cli is True else cli or None),
-            browser=browser,
             errors=raised,
             params=params,
             caller=caller,
