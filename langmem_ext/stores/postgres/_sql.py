@@ -15,11 +15,11 @@ order) and nothing else ever matches or raises a cast error.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, NamedTuple
 
 from psycopg.types.json import Jsonb
 
+from .._dialect import POSTGRES, keyword_words
 from ._sql_filters import compile_filter, field_expr
 
 __all__ = [
@@ -57,18 +57,7 @@ def score_expr(distance: str, embedding: str, query: str) -> str:
 
 
 ITEM_COLS = "i.id, i.prefix, i.key, i.value, i.created_at, i.updated_at, i.ttl_minutes"
-LIVE = "(i.expires_at IS NULL OR i.expires_at > now())"
-
-_STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been
-    before being below between both but by can could did do does doing down during each
-    few for from further had has have having he her here hers herself him himself his how
-    i if in into is it its itself just me more most my myself no nor not of off on once
-    only or other our ours ourselves out over own same she should so some such than that
-    the their theirs them themselves then there these they this those through to too under
-    until up very was we were what when where which while who whom why will with would you
-    your yours yourself yourselves""".split()
-)
+LIVE = POSTGRES.live("now()")
 
 
 def live_clause(omit_expired: bool) -> str:
@@ -76,16 +65,9 @@ def live_clause(omit_expired: bool) -> str:
 
 
 def scope_clause(prefix: str, col: str = "i.prefix") -> tuple[str, list[Any]]:
-    """Rows whose namespace is ``prefix`` or below it.
-
-    Labels cannot contain ``.``, so the descendants of ``a.b`` are exactly the
-    strings in [``a.b.``, ``a.b/``) under byte order (``/`` follows ``.``); the
-    prefix columns use ``COLLATE "C"`` so this is a btree range scan, and there
-    are no ``LIKE`` wildcards (``%``, ``_``) in user labels to escape.
-    """
-    if not prefix:
-        return "TRUE", []
-    return f"({col} = %s OR ({col} >= %s AND {col} < %s))", [prefix, prefix + ".", prefix + "/"]
+    """Rows whose namespace is ``prefix`` or below it (:meth:`Dialect.scope`):
+    the prefix columns use ``COLLATE "C"`` so this is a btree range scan."""
+    return POSTGRES.scope(prefix, col)
 
 
 def tsquery_words(text: str) -> list[str]:
@@ -99,10 +81,7 @@ def tsquery_words(text: str) -> list[str]:
         >>> tsquery_words("Who's the painter? (painter & 'x')")
         ["'s'", "'painter'", "'x'"]
     """
-    words = [w for w in re.findall(r"\w+", text.lower()) if w not in _STOPWORDS]
-    if not words:
-        words = re.findall(r"\w+", text.lower())
-    return [f"'{w}'" for w in dict.fromkeys(words)]
+    return [f"'{w}'" for w in keyword_words(text)]
 
 
 # -- search -------------------------------------------------------------------

@@ -14,6 +14,8 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
+from .._dialect import POSTGRES
+from .._dialect import compile_filter as _compile
 from .._filters import Condition
 
 __all__ = ["compile_filter", "field_expr"]
@@ -26,58 +28,48 @@ def field_expr(path: tuple[str, ...], col: str = "i.value") -> tuple[str, list[A
     return col + "".join(" -> %s::text" for _ in path), list(path)
 
 
+class _Leaves:
+    """PostgreSQL's filter leaves: a field is ``(jsonb expression, its key
+    parameters)``; each test is NULL-safe by itself."""
+
+    dialect = POSTGRES
+
+    def field(self, path: tuple[str, ...], col: str) -> tuple[str, list[Any]]:
+        return field_expr(path, col)
+
+    def eq(self, field: tuple[str, list[Any]], value: Any) -> tuple[str, list[Any]]:
+        return _eq(*field, value)
+
+    def exists(self, field: tuple[str, list[Any]], present: bool) -> tuple[str, list[Any]]:
+        x, xp = field
+        return f"(({x}) IS {'NOT ' if present else ''}NULL)", xp
+
+    def contains(self, field: tuple[str, list[Any]], item: Any) -> tuple[str, list[Any]]:
+        return _contains(*field, item)
+
+    def compare(self, field: tuple[str, list[Any]], sym: str, value: Any) -> tuple[str, list[Any]]:
+        x, xp = field
+        if isinstance(value, int | float):
+            # CASE, not AND: PostgreSQL may evaluate AND operands in any order and
+            # the cast would fail on a string.
+            sql = (
+                f"(CASE WHEN jsonb_typeof({x}) = 'number' "
+                f"THEN ({x})::numeric {sym} %s::numeric ELSE FALSE END)"
+            )
+            return sql, [*xp, *xp, value]
+        sql = (
+            f"(CASE WHEN jsonb_typeof({x}) = 'string' "
+            f"THEN ({x} #>> '{{}}') COLLATE \"C\" {sym} %s::text ELSE FALSE END)"
+        )
+        return sql, [*xp, *xp, value]
+
+
+_LEAVES = _Leaves()
+
+
 def compile_filter(conditions: list[Condition], col: str = "i.value") -> tuple[str, list[Any]]:
     """AND of all conditions as one SQL boolean (``TRUE`` when empty)."""
-    parts: list[str] = []
-    params: list[Any] = []
-    for cond in conditions:
-        sql, p = _condition(cond, col)
-        parts.append(sql)
-        params.extend(p)
-    return (" AND ".join(parts) if parts else "TRUE"), params
-
-
-def _condition(cond: Condition, col: str) -> tuple[str, list[Any]]:
-    x, xp = field_expr(cond.path, col)
-    op, v = cond.op, cond.value
-    if op == "$eq":
-        return _eq(x, xp, v)
-    if op == "$ne":
-        sql, p = _eq(x, xp, v)
-        return f"NOT {sql}", p
-    if op in ("$in", "$nin"):
-        if not v:
-            return ("FALSE" if op == "$in" else "TRUE"), []
-        sqls, params = [], []
-        for item in v:
-            s, p = _eq(x, xp, item)
-            sqls.append(s)
-            params.extend(p)
-        any_sql = "(" + " OR ".join(sqls) + ")"
-        return (any_sql if op == "$in" else f"NOT {any_sql}"), params
-    if op == "$exists":
-        return f"(({x}) IS {'NOT ' if v else ''}NULL)", xp
-    if op == "$contains":
-        sqls, params = [], []
-        for item in v if isinstance(v, list | tuple) else [v]:
-            s, p = _contains(x, xp, item)
-            sqls.append(s)
-            params.extend(p)
-        return "(" + " AND ".join(sqls) + ")", params
-    sym = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[op]
-    if isinstance(v, int | float):
-        # CASE, not AND: PostgreSQL may evaluate AND operands in any order and
-        # the cast would fail on a string.
-        sql = (
-            f"(CASE WHEN jsonb_typeof({x}) = 'number' "
-            f"THEN ({x})::numeric {sym} %s::numeric ELSE FALSE END)"
-        )
-        return sql, [*xp, *xp, v]
-    sql = (
-        f"(CASE WHEN jsonb_typeof({x}) = 'string' "
-        f"THEN ({x} #>> '{{}}') COLLATE \"C\" {sym} %s::text ELSE FALSE END)"
-    )
-    return sql, [*xp, *xp, v]
+    return _compile(_LEAVES, conditions, col)
 
 
 def _eq(x: str, xp: list[Any], v: Any) -> tuple[str, list[Any]]:

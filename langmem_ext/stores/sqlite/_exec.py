@@ -4,7 +4,6 @@ and the transaction). Shared by the sync and async faces of SQLiteStore."""
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import numpy as np
 from langgraph.store.base import GetOp, Item, ListNamespacesOp, SearchItem
 
+from .._dialect import SQLITE, keyword_words
 from .._filters import normalize_filter
 from .._hybrid import Ranking
 from .._ops import (
@@ -32,32 +32,18 @@ _COLS = "i.id, i.prefix, i.key, i.value, i.created_at, i.updated_at, i.ttl_minut
 # its vector, so this only bounds the keyword half of the fusion.
 HYBRID_KEYWORD_CANDIDATES = 1000
 
-_STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been
-    before being below between both but by can could did do does doing down during each
-    few for from further had has have having he her here hers herself him himself his how
-    i if in into is it its itself just me more most my myself no nor not of off on once
-    only or other our ours ourselves out over own same she should so some such than that
-    the their theirs them themselves then there these they this those through to too under
-    until up very was we were what when where which while who whom why will with would you
-    your yours yourself yourselves""".split()
-)
-
 
 def fts_query(text: str) -> str | None:
     """Free text → an FTS5 query: its words (stop words dropped), OR-ed, each
     quoted so FTS5 syntax in user text is never interpreted."""
-    words = [w for w in re.findall(r"\w+", text.lower()) if w not in _STOPWORDS]
-    if not words:
-        words = re.findall(r"\w+", text.lower())
-    words = list(dict.fromkeys(words))
+    words = keyword_words(text)
     return " OR ".join(f'"{w}"' for w in words) if words else None
 
 
 def live_clause(now: float | None) -> tuple[str, list[Any]]:
     if now is None:
         return "1", []
-    return "(i.expires_at IS NULL OR i.expires_at > ?)", [now]
+    return SQLITE.live("?"), [now]
 
 
 def to_item(row: Sequence[Any], score: float | None = None, search: bool = False) -> Item:

@@ -14,6 +14,8 @@ import sqlite3
 from typing import Any
 
 from ...errors import InvalidValueError
+from .._dialect import SQLITE
+from .._dialect import compile_filter as _compile
 from .._filters import Condition
 
 __all__ = ["compile_filter", "json_path", "scope_clause", "sql_json_equal"]
@@ -42,16 +44,8 @@ def json_path(path: tuple[str, ...]) -> str:
 
 
 def scope_clause(prefix: str, col: str = "i.prefix") -> tuple[str, list[Any]]:
-    """Rows whose namespace is ``prefix`` or below it.
-
-    Namespaces are stored with labels joined by ``.`` (labels cannot contain
-    one), so the descendants of ``a.b`` are exactly the strings in the half-open
-    range [``a.b.``, ``a.b/``): ``/`` is the character after ``.``. A range on
-    the index, unlike ``LIKE 'a.b%'``, has no wildcard characters to escape.
-    """
-    if not prefix:
-        return "1", []
-    return f"({col} = ? OR ({col} >= ? AND {col} < ?))", [prefix, prefix + ".", prefix + "/"]
+    """Rows whose namespace is ``prefix`` or below it (:meth:`Dialect.scope`)."""
+    return SQLITE.scope(prefix, col)
 
 
 def sql_json_equal(json_type: str | None, raw: Any, other: str) -> int:
@@ -61,52 +55,40 @@ def sql_json_equal(json_type: str | None, raw: Any, other: str) -> int:
     return int(json.loads(raw) == json.loads(other))
 
 
+class _Leaves:
+    """SQLite's filter leaves: a field is ``(column, JSON path)``, the path a
+    bound parameter; each test checks ``json_type`` first."""
+
+    dialect = SQLITE
+
+    def field(self, path: tuple[str, ...], col: str) -> tuple[str, str]:
+        return col, json_path(path)
+
+    def eq(self, field: tuple[str, str], value: Any) -> tuple[str, list[Any]]:
+        sql, p = _eq(*field, value)
+        return f"COALESCE({sql}, 0)", p
+
+    def exists(self, field: tuple[str, str], present: bool) -> tuple[str, list[Any]]:
+        col, path = field
+        return f"json_type({col}, ?) IS {'NOT ' if present else ''}NULL", [path]
+
+    def contains(self, field: tuple[str, str], item: Any) -> tuple[str, list[Any]]:
+        sql, p = _contains(*field, item)
+        return f"COALESCE({sql}, 0)", p
+
+    def compare(self, field: tuple[str, str], sym: str, value: Any) -> tuple[str, list[Any]]:
+        col, path = field
+        types = _NUM if isinstance(value, int | float) else "('text')"
+        sql = f"(json_type({col}, ?) IN {types} AND json_extract({col}, ?) {sym} ?)"
+        return f"COALESCE({sql}, 0)", [path, path, value]
+
+
+_LEAVES = _Leaves()
+
+
 def compile_filter(conditions: list[Condition], col: str = "i.value") -> tuple[str, list[Any]]:
     """AND of all conditions as one SQL expression (``"1"`` when empty)."""
-    if not conditions:
-        return "1", []
-    parts: list[str] = []
-    params: list[Any] = []
-    for cond in conditions:
-        sql, p = _condition(cond, col)
-        parts.append(sql)
-        params.extend(p)
-    return " AND ".join(parts), params
-
-
-def _condition(cond: Condition, col: str) -> tuple[str, list[Any]]:
-    path = json_path(cond.path)
-    op, v = cond.op, cond.value
-    if op == "$eq":
-        sql, p = _eq(col, path, v)
-        return f"COALESCE({sql}, 0)", p
-    if op == "$ne":
-        sql, p = _eq(col, path, v)
-        return f"NOT COALESCE({sql}, 0)", p
-    if op in ("$in", "$nin"):
-        if not v:
-            return ("0" if op == "$in" else "1"), []
-        sqls, params = [], []
-        for x in v:
-            s, p = _eq(col, path, x)
-            sqls.append(f"COALESCE({s}, 0)")
-            params.extend(p)
-        any_sql = "(" + " OR ".join(sqls) + ")"
-        return (any_sql if op == "$in" else f"NOT {any_sql}"), params
-    if op == "$exists":
-        return f"json_type({col}, ?) IS {'NOT ' if v else ''}NULL", [path]
-    if op == "$contains":
-        sqls, params = [], []
-        for x in v if isinstance(v, list | tuple) else [v]:
-            s, p = _contains(col, path, x)
-            sqls.append(f"COALESCE({s}, 0)")
-            params.extend(p)
-        return "(" + " AND ".join(sqls) + ")", params
-    # range operators; operand type checked by normalize_filter
-    sym = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[op]
-    types = _NUM if isinstance(v, int | float) else "('text')"
-    sql = f"(json_type({col}, ?) IN {types} AND json_extract({col}, ?) {sym} ?)"
-    return f"COALESCE({sql}, 0)", [path, path, v]
+    return _compile(_LEAVES, conditions, col)
 
 
 def _eq(col: str, path: str, v: Any) -> tuple[str, list[Any]]:
