@@ -19,7 +19,16 @@ from .dev import dev_module
 
 def chat_model(model: str, base_url: str | None, timeout: float, option: str) -> Any:
     """A chat model from ``--answer-model`` and ``--base-url`` (temperature 0,
-    as the published harnesses ask), or a one-line error before any work."""
+    as the published harnesses ask), or a one-line error before any work.
+
+    >>> chat_model("qwen", "http://127.0.0.1:8765/v1", 60.0, "--answer-model").model_name
+    'qwen'
+    >>> try:
+    ...     chat_model(" ", None, 60.0, "--judge-model")
+    ... except Exception as e:
+    ...     print(e)
+    --judge-model is empty; give a model
+    """
     if not model.strip():
         raise typer.BadParameter(f"{option} is empty; give a model")
     if base_url:
