@@ -516,3 +516,33 @@ def test_command_refuses_a_bad_judge_or_empty_model_before_any_work(data, tmp_pa
     assert result.exit_code == 2, result.output
     assert message in " ".join(result.output.split())
     assert not out.exists()
+
+
+def test_the_tokens_script_prints_the_table_of_the_docs(data, tmp_path):
+    # benchmarks/locomo_tokens.py makes the "Tokens" table of docs/compare.md:
+    # scripted models (the answerer replies with the gold answer), tokens
+    # estimated from the real prompts, a row per document set and store.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "locomo_tokens.py"
+    out = tmp_path / "tokens"
+    args = [sys.executable, str(script), "--data", str(data), "--conversations", "conv-x"]
+    args += ["--backends", "sqlite", "--facts-window", "2", "--out", str(out)]
+    run = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    rows = [line.split("|")[1:-1] for line in run.stdout.splitlines() if line.startswith("| ")]
+    assert [r[0].strip() for r in rows[1:]] == [
+        "turns (SQLiteStore)",
+        "facts (SQLiteStore)",
+        "full context",
+    ]
+    saved = {r["system"]: r for r in json.loads((out / "locomo-tokens.json").read_text())["rows"]}
+    for row in saved.values():
+        assert row["overall"]["J"] == 1.0  # the scripted answers are the gold ones
+        t = row["tokens_per_question"]
+        assert t["answer_in"] > row["context_tokens_per_question"] > 0 and t["judge_in"] > 0
+    ref = saved["facts (SQLiteStore)"]["reflection"]
+    assert ref["turns"] == 4 and ref["model_calls"] == 2  # windows of 2 turns
+    assert "facts (SQLiteStore): 2 reflection calls for 4 turns" in run.stdout
