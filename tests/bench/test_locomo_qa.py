@@ -412,3 +412,137 @@ def test_command_refuses_bad_options_before_any_work(data, tmp_path, extra, mess
     assert result.exit_code == 2, result.output
     assert message in " ".join(result.output.split())
     assert not out.exists()  # nothing was run
+
+
+def test_command_counts_garbage_answers_and_an_unreachable_judge_as_failed(data, tmp_path):
+    """Over HTTP: an empty answer, an answer of no words, and a judge server
+    that cannot be reached fail their questions (reported, J 0) and the run
+    goes on to the end; the answer that was fine is kept, so the next run,
+    with a judge that answers, asks the answerer again only for the garbage."""
+    fixed: list[bool] = []
+
+    def garbage(body: dict) -> object:
+        if fixed:
+            return _server_step(body)
+        question = body["messages"][-1]["content"].rsplit("Question: ", 1)[1]
+        if question.startswith("What is the name"):
+            return ""
+        if question.startswith("What hobby"):
+            return "?!"
+        return "Lisbon"
+
+    out = tmp_path / "out"
+    with LocalChatServer([garbage] * 20, raw_text=True) as server:
+        base = ["bench", "locomo", "--data", str(data), "--out", str(out)]
+        base += ["--answer-model", "m", "--base-url", server.base_url, "--timeout", "5"]
+        args = [*base, "--judge-base-url", "http://127.0.0.1:9/v1"]
+        result = CliRunner().invoke(app, args, env={"COLUMNS": "300"})
+        asked = len(server.requests)
+        assert result.exit_code == 0, result.output
+        assert asked == 3  # every question was asked: the run went on past each failure
+        saved = json.loads((out / "locomo-qa.json").read_text())
+        [row] = saved["rows"]
+        assert row["overall"]["J"] == 0.0 and row["overall"]["failed"] == 3
+        assert row["failures"]["count"] == {
+            "answer: empty answer": 1,
+            "answer: no words in the answer": 1,
+            "judge: the call failed": 1,
+        }
+        q = by_question(saved)
+        assert q["Where does Ana live?"]["answer"] == "Lisbon"  # answered, never graded
+        assert q["Where does Ana live?"]["verdict"] is None
+        assert "failed questions (counted as not correct)" in " ".join(result.output.split())
+
+        # The judge is reachable, the answerer answers: only what failed is asked again.
+        fixed.append(True)
+        result = CliRunner().invoke(app, base, env={"COLUMNS": "300"})
+        bodies = [b["messages"][-1]["content"] for b in server.requests[asked:]]
+    assert result.exit_code == 0, result.output
+    assert sum("Gold answer:" not in b for b in bodies) == 2  # the two garbage answers
+    assert sum("Gold answer:" in b for b in bodies) == 3  # every question graded
+    row = json.loads((out / "locomo-qa.json").read_text())["rows"][0]
+    assert row["overall"]["failed"] == 0 and row["overall"]["J"] == pytest.approx(1 / 3)
+
+
+def test_command_counts_a_judge_label_that_is_neither_as_failed(data, tmp_path):
+    def unsure(body: dict) -> object:
+        text = body["messages"][-1]["content"]
+        if "Gold answer:" in text:
+            return '{"label": "MAYBE"}'  # valid JSON, but no verdict
+        return _server_step(body)
+
+    out = tmp_path / "out"
+    with LocalChatServer([unsure] * 10, raw_text=True) as server:
+        args = ["bench", "locomo", "--data", str(data), "--out", str(out)]
+        args += ["--answer-model", "m", "--base-url", server.base_url]
+        result = CliRunner().invoke(app, args, env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    row = json.loads((out / "locomo-qa.json").read_text())["rows"][0]
+    assert row["overall"]["J"] == 0.0 and row["overall"]["failed"] == 3  # never correct
+    assert row["failures"]["count"] == {"judge: answered neither CORRECT nor WRONG": 3}
+
+
+def test_command_refuses_errata_of_another_shape_before_any_model_call(data, tmp_path):
+    errata = tmp_path / "errata.json"
+    # The shape of another file: a mapping of question to answer, not corrections.
+    errata.write_text(json.dumps({"What is the name of Ana's kitten?": "Pixel"}))
+    out = tmp_path / "out"
+    with LocalChatServer([_server_step] * 10, raw_text=True) as server:
+        args = ["bench", "locomo", "--data", str(data), "--out", str(out)]
+        args += ["--answer-model", "m", "--base-url", server.base_url, "--errata", str(errata)]
+        result = CliRunner().invoke(app, args, env={"COLUMNS": "300"})
+        asked = len(server.requests)
+    assert result.exit_code == 2, result.output
+    assert "errata" in result.output and "corrections" in " ".join(result.output.split())
+    assert asked == 0 and not out.exists()  # nothing was run
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ["--answer-model", "openai:gpt-4o-mini", "--judge-model", "nope:model"],
+            "--judge-model 'nope:model'",
+        ),
+        (["--answer-model", " "], "--answer-model is empty"),
+    ],
+)
+def test_command_refuses_a_bad_judge_or_empty_model_before_any_work(data, tmp_path, extra, message):
+    out = tmp_path / "out"
+    args = ["bench", "locomo", "--data", str(data), "--out", str(out), *extra]
+    # A key is set, so the answer model string itself is fine: the judge's is not.
+    env = {"COLUMNS": "300", "OPENAI_API_KEY": "sk-test-not-used"}
+    result = CliRunner().invoke(app, args, env=env)
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.output.split())
+    assert not out.exists()
+
+
+def test_the_tokens_script_prints_the_table_of_the_docs(data, tmp_path):
+    # benchmarks/locomo_tokens.py makes the "Tokens" table of docs/compare.md:
+    # scripted models (the answerer replies with the gold answer), tokens
+    # estimated from the real prompts, a row per document set and store.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "locomo_tokens.py"
+    out = tmp_path / "tokens"
+    args = [sys.executable, str(script), "--data", str(data), "--conversations", "conv-x"]
+    args += ["--backends", "sqlite", "--facts-window", "2", "--out", str(out)]
+    run = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    rows = [line.split("|")[1:-1] for line in run.stdout.splitlines() if line.startswith("| ")]
+    assert [r[0].strip() for r in rows[1:]] == [
+        "turns (SQLiteStore)",
+        "facts (SQLiteStore)",
+        "full context",
+    ]
+    saved = {r["system"]: r for r in json.loads((out / "locomo-tokens.json").read_text())["rows"]}
+    for row in saved.values():
+        assert row["overall"]["J"] == 1.0  # the scripted answers are the gold ones
+        t = row["tokens_per_question"]
+        assert t["answer_in"] > row["context_tokens_per_question"] > 0 and t["judge_in"] > 0
+    ref = saved["facts (SQLiteStore)"]["reflection"]
+    assert ref["turns"] == 4 and ref["model_calls"] == 2  # windows of 2 turns
+    assert "facts (SQLiteStore): 2 reflection calls for 4 turns" in run.stdout

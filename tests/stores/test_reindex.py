@@ -1,8 +1,9 @@
-"""``SQLiteStore.reindex``: items stored before the store had an embedder are
-embedded (and opening such a store says so); a switch to an embedder of
-another dimension count keeps ids and timestamps, embeds writes made during
-the rebuild in the new space and serves searches throughout; an embedder that
-fails mid-way leaves the old space serving, and a rerun resumes."""
+"""``reindex`` on SQLiteStore, PostgresStore and AsyncPostgresStore: items
+stored before the store had an embedder are embedded (and opening such a
+store says so); a switch to an embedder of another dimension count keeps ids
+and timestamps, embeds writes made during the rebuild in the new space and
+serves searches throughout; an embedder that fails mid-way leaves the old
+space serving, and a rerun resumes."""
 
 from __future__ import annotations
 
@@ -181,6 +182,110 @@ def test_postgres_a_failure_mid_way_keeps_the_old_space_and_a_rerun_resumes(pg_d
     assert out["embedded"] == 100 and out["vectors"] == 200
     assert store.search(("user", "ada"), query="number3", limit=1)[0].key == "k3"
     store.close()
+
+
+# -- AsyncPostgresStore: the same rebuild, awaited ---------------------------------
+
+
+@pytest.mark.parametrize("kind", ["exact", "hnsw", "ivf"])
+async def test_async_postgres_switch_online_with_searches_and_a_write_during(pg_dsn, kind):
+    """The sync test above, on AsyncPostgresStore: searches from another task
+    never fail, a write made during the rebuild lands in the new space, ids
+    and timestamps are kept, and writes after the switch use the new embedder."""
+    import asyncio
+
+    from langmem_ext import AsyncPostgresStore
+
+    vi = {"exact": None, "hnsw": {"kind": "hnsw"}, "ivf": {"kind": "ivf", "lists": 4,
+                                                           "train_at": 50}}[kind]  # fmt: skip
+    store = AsyncPostgresStore(pg_dsn, index=_index(32), **({"vector_index": vi} if vi else {}))
+    async with store:
+        await store.abatch(
+            [_put(("user", "ada"), f"k{i}", f"note number{i} about topic{i % 7}")
+             for i in range(300)]
+        )  # fmt: skip
+        before = {
+            i.key: (i.created_at, i.updated_at) for i in await store.asearch(("user",), limit=1000)
+        }
+        stop, errors, searches = asyncio.Event(), [], [0]
+
+        async def search_loop() -> None:
+            while not stop.is_set():
+                try:
+                    hits = await store.asearch(("user", "ada"), query="number5 topic5", limit=5)
+                    assert hits and hits[0].key == "k5"
+                    searches[0] += 1
+                except Exception as e:
+                    errors.append(e)
+                await asyncio.sleep(0)
+
+        reader = asyncio.create_task(search_loop())
+        progressed: list[tuple[int, int]] = []
+
+        def progress(done: int, total: int) -> None:
+            progressed.append((done, total))
+
+        async def write_during() -> None:
+            # Once the first batch is in the new space, a write from another task.
+            while not progressed:
+                await asyncio.sleep(0.001)
+            await store.aput(("user", "ada"), "new", {"content": "written during the rebuild"})
+
+        writer = asyncio.create_task(write_during())
+        try:
+            out = await store.reindex(_index(48), batch_size=64, progress=progress)
+        finally:
+            stop.set()
+            await reader
+        await writer
+        assert not errors and searches[0] > 0
+        assert progressed[-1] == (300, 300) and len(progressed) > 2
+        assert out["dims"] == 48 and out["vectors"] == 301
+        assert store._index.dims == 48 and store._next is None
+        after = {
+            i.key: (i.created_at, i.updated_at) for i in await store.asearch(("user",), limit=1000)
+        }
+        assert {k: after[k] for k in before} == before
+        hits = await store.asearch(("user", "ada"), query="rebuild", mode="vector")
+        assert hits[0].key == "new"
+        await store.aput(("user", "ada"), "later", {"content": "stored after the switch"})
+        hits = await store.asearch(("user", "ada"), query="after the switch", limit=1)
+        assert hits[0].key == "later"
+    # Another process opening the store with the new embedder finds the new space.
+    async with AsyncPostgresStore(pg_dsn, index=_index(48)) as reopened:
+        hits = await reopened.asearch(("user", "ada"), query="number7 topic0", limit=1)
+        assert hits[0].key == "k7"
+
+
+async def test_async_postgres_a_failure_mid_way_keeps_the_old_space_and_a_rerun_resumes(pg_dsn):
+    from langmem_ext import AsyncPostgresStore
+
+    async with AsyncPostgresStore(pg_dsn, index=_index(32)) as store:
+        await store.abatch([_put(("user", "ada"), f"k{i}", f"note number{i}") for i in range(200)])
+        with pytest.raises(Exception, match="went away"):
+            await store.areindex(_index(48, _Failing(48, fail_after=2)), batch_size=50)
+        assert store._next is None  # the failed job cleaned up: writes embed once again
+        assert store._index.dims == 32
+        hits = await store.asearch(("user", "ada"), query="number3", limit=1)
+        assert hits[0].key == "k3"  # the old space still serves
+        out = await store.areindex(_index(48, _Words(48)), batch_size=50)
+        assert out == {"embedded": 100, "vectors": 200, "dims": 48}  # resumed: 2 of 4 batches
+        hits = await store.asearch(("user", "ada"), query="number3", limit=1)
+        assert hits[0].key == "k3"
+
+
+async def test_async_postgres_items_stored_without_an_embedder_are_embedded(pg_dsn):
+    from langmem_ext import AsyncPostgresStore
+
+    async with AsyncPostgresStore(pg_dsn) as store:
+        await store.aput(("user", "ada"), "m1", {"content": "Allergic to peanuts"})
+    store = AsyncPostgresStore(pg_dsn, index=_index(32))
+    with pytest.warns(UnembeddedItemsWarning, match="store.reindex"):
+        await store.setup()
+    assert await store.reindex() == {"embedded": 1, "vectors": 1, "dims": 32}
+    hits = await store.asearch(("user", "ada"), query="peanuts", mode="vector")
+    assert hits[0].key == "m1"
+    await store.aclose()
 
 
 def _put(ns, key, text):

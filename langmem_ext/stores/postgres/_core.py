@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -51,7 +52,7 @@ from ..embeddings import IndexInput, resolve_index
 from ..rerankers import reranker_from
 from . import _purge, _reindex, _sql
 from ._errors import check_nul, translate
-from ._ivf import CellWriter
+from ._ivf import CellWriter, load_steps
 from ._replicas import IDENTITY_SQL, ReplicaReads
 from ._schema import BOOTSTRAP, LOCK_KEY, MIGRATIONS, hnsw_index_sql, scan_index_sql
 from ._steps import Copy, Exec, Many, Steps, gather
@@ -482,6 +483,70 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
             )
         model = new.embeddings.model_id if new.embeddings.persistent else None
         return new, {"dims": new.dims, "model": model}, cfg
+
+    def _reindex_job(
+        self,
+        index: Any,
+        batch_size: int,
+        progress: Callable[[int, int], None] | None,
+    ) -> _reindex.Job:
+        """The whole of ``reindex`` for both stores (see :mod:`._reindex`):
+        yields the transactions to run and the texts to embed, receives their
+        results; returns ``{"embedded", "vectors", "dims"}``."""
+        new, target, cfg = self._reindex_target(index, batch_size)
+        R = _reindex.Run
+        yield R(_reindex.prepare_steps(target), "a reindex")
+        total = int((yield R(_reindex.missing_steps(), "a reindex", write=False)))
+        self._next = new
+        done = embedded = 0
+        n_vec: int | None = None
+        try:
+            for _ in range(100):
+                after = 0
+                while True:
+                    rows = yield R(_reindex.todo_steps(after, batch_size), "a reindex", False)
+                    if not rows:
+                        break
+                    after = int(rows[-1][0])
+                    batch = _reindex.texts(rows, new.fields)
+                    texts = [t for *_, fs in batch for _, t in fs]
+                    vecs = (yield _reindex.Embed(new.embeddings, texts)) if texts else None
+                    n = int((yield R(_reindex.save_steps(batch, vecs), "a reindex")))
+                    embedded += n
+                    done = min(done + n, total)
+                    if progress is not None:
+                        progress(done, total)
+                if self.vector_index["kind"] == "ivf":
+                    lists = self.vector_index["lists"]
+                    yield R(_reindex.train_steps(lists, new.dims), "a reindex's cells")
+                # Writes that fail on the old embedder's vectors while the
+                # switch commits wait for this, then run again (see batch).
+                self._switch = threading.Event()
+                try:
+                    n_vec = yield R(_reindex.switch_steps(new.dims), "a reindex's switch")
+                    if n_vec is not None:
+                        self._adopt(cfg, new)
+                finally:
+                    self._switch.set()
+                if n_vec is not None:
+                    break
+            else:  # pragma: no cover - writers outpacing the rebuild 100 times
+                raise StoreError("reindex could not catch up with the writes; run it again")
+        finally:
+            self._next = None
+        # The planner's statistics still describe the old vectors (the vector
+        # search sizes its probes by them): refreshed now, not at autovacuum's pace.
+        yield R(_reindex.index_steps("ANALYZE lmx_vectors"), "a reindex", autocommit=True)
+        vi = self.vector_index
+        if vi["kind"] == "ivf":
+            cells = yield R(load_steps(), "loading the vector index's cells", write=False)
+            self.cells, self._waiting = cells, cells is not None
+        if vi["kind"] == "hnsw":
+            sql = hnsw_index_sql(new.dims, vi["m"], vi["ef_construction"], self.distance_type)
+            yield R(_reindex.index_steps(sql), "building the vector index", autocommit=True)
+        if progress is not None:
+            progress(total, total)
+        return {"embedded": embedded, "vectors": int(n_vec or 0), "dims": int(new.dims)}
 
     def _adopt(self, cfg: Any, new: Any) -> None:
         """Use the new embedder from the switch on; the cells of the old space

@@ -20,8 +20,8 @@ count dropped (and built again for the new one after the switch), and
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Generator, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -38,6 +38,9 @@ from ._ivf import (
 from ._steps import Copy, Exec, Steps
 
 __all__ = [
+    "Embed",
+    "Job",
+    "Run",
     "missing_steps",
     "prepare_steps",
     "save_steps",
@@ -45,6 +48,30 @@ __all__ = [
     "todo_steps",
     "train_steps",
 ]
+
+
+class Run(NamedTuple):
+    """Run ``steps`` in a transaction of their own (``autocommit``: each
+    statement in its own); the job receives their result."""
+
+    steps: Steps
+    where: str
+    write: bool = True
+    autocommit: bool = False
+
+
+class Embed(NamedTuple):
+    """Embed ``texts`` as documents with ``embeddings``; the job receives the array."""
+
+    embeddings: Any
+    texts: list[str]
+
+
+#: A whole reindex as one generator (``PostgresCore._reindex_job``): it yields
+#: transactions and embedding calls, so the sync store runs it with blocking
+#: calls and the async store awaits the same requests.
+Job = Generator[Run | Embed, Any, Any]
+
 
 _TABLES = [
     """CREATE TABLE IF NOT EXISTS lmx_vectors_next (

@@ -41,8 +41,6 @@ from ._core import (
 )
 from ._deadline import WATCHDOG
 from ._errors import one_line, translate
-from ._ivf import load_steps
-from ._schema import hnsw_index_sql
 from ._tenants import PartitionMode
 
 __all__ = ["PoolConfig", "PostgresStore"]
@@ -455,59 +453,22 @@ class PostgresStore(PostgresCore):
             >>> store.reindex({"embed": "local", "fields": ["content"]})  # doctest: +SKIP
             {'embedded': 1000, 'vectors': 1000, 'dims': 384}
         """
-        new, target, cfg = self._reindex_target(index, batch_size)
-        self._run(_reindex.prepare_steps(target), "a reindex")
-        total = int(self._run(_reindex.missing_steps(), "a reindex", write=False))
-        self._next = new
-        done = embedded = 0
-        n_vec: int | None = None
-        try:
-            for _ in range(100):
-                after = 0
-                while True:
-                    rows = self._run(
-                        _reindex.todo_steps(after, batch_size), "a reindex", write=False
-                    )
-                    if not rows:
-                        break
-                    after = int(rows[-1][0])
-                    batch = _reindex.texts(rows, new.fields)
-                    texts = [t for *_, fs in batch for _, t in fs]
-                    vecs = new.embeddings.embed_documents_array(texts) if texts else None
-                    n = int(self._run(_reindex.save_steps(batch, vecs), "a reindex"))
-                    embedded += n
-                    done = min(done + n, total)
-                    if progress is not None:
-                        progress(done, total)
-                if self.vector_index["kind"] == "ivf":
-                    lists = self.vector_index["lists"]
-                    self._run(_reindex.train_steps(lists, new.dims), "a reindex's cells")
-                self._switch = threading.Event()
-                try:
-                    n_vec = self._run(_reindex.switch_steps(new.dims), "a reindex's switch")
-                    if n_vec is not None:
-                        self._adopt(cfg, new)
-                finally:
-                    self._switch.set()
-                if n_vec is not None:
-                    break
-            else:  # pragma: no cover - writers outpacing the rebuild 100 times
-                raise StoreError("reindex could not catch up with the writes; run it again")
-        finally:
-            self._next = None
-        # The planner's statistics still describe the old vectors (the vector
-        # search sizes its probes by them): refreshed now, not at autovacuum's pace.
-        self._run(_reindex.index_steps("ANALYZE lmx_vectors"), "a reindex", autocommit=True)
-        if self.vector_index["kind"] == "ivf":
-            cells = self._run(load_steps(), "loading the vector index's cells", write=False)
-            self.cells, self._waiting = cells, cells is not None
-        if self.vector_index["kind"] == "hnsw":
-            vi = self.vector_index
-            sql = hnsw_index_sql(new.dims, vi["m"], vi["ef_construction"], self.distance_type)
-            self._run(_reindex.index_steps(sql), "building the vector index", autocommit=True)
-        if progress is not None:
-            progress(total, total)
-        return {"embedded": embedded, "vectors": int(n_vec or 0), "dims": int(new.dims)}
+        job = self._reindex_job(index, batch_size, progress)
+        out: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                request = job.send(out) if error is None else job.throw(error)
+            except StopIteration as stop:
+                return dict(stop.value)
+            out, error = None, None
+            try:
+                if isinstance(request, _reindex.Embed):
+                    out = request.embeddings.embed_documents_array(request.texts)
+                else:
+                    out = self._run(*request)
+            except BaseException as e:  # into the job: its cleanup runs, then it re-raises
+                error = e
 
     # -- erasure -----------------------------------------------------------------
 

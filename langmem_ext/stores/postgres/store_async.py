@@ -24,7 +24,7 @@ from .._async_ttl import AsyncTTLSweeper
 from .._base import PurgeReport
 from .._ops import SearchMode
 from ..embeddings import IndexInput
-from . import _purge, _transfer
+from . import _purge, _reindex, _transfer
 from ._adapt import adapt, dumper_for
 from ._config import (
     LSN_QUERY,
@@ -380,7 +380,7 @@ class AsyncPostgresStore(AsyncTTLSweeper, PostgresCore):  # type: ignore[misc]
             )
         return await self._merger.submit(list(ops))
 
-    async def _abatch_now(self, ops: list[Op]) -> list[Result]:
+    async def _abatch_now(self, ops: list[Op], again: bool = True) -> list[Result]:
         unique, where = dedupe_reads(ops)
         plan = self._plan(unique)
         doc_vecs, qvecs = await self._embed_async(plan)
@@ -395,7 +395,17 @@ class AsyncPostgresStore(AsyncTTLSweeper, PostgresCore):  # type: ignore[misc]
             if wanted:
                 await self._run(self._tenant_steps(wanted), _CREATING, autocommit=True)
         steps = self._batch_steps(plan, doc_vecs, qvecs)
-        results = await self._run(steps, "a batch", self._notes_writes(plan))
+        try:
+            results = await self._run(steps, "a batch", self._notes_writes(plan))
+        except InvalidValueError:
+            # Embedded with the old embedder, run just after reindex's switch
+            # committed: once this object uses the new one, run it again.
+            switch = self._switch
+            if not again or switch is None:
+                raise
+            if not await asyncio.to_thread(switch.wait, 60):
+                raise
+            return await self._abatch_now(ops, again=False)
         return spread(results, where)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -426,6 +436,43 @@ class AsyncPostgresStore(AsyncTTLSweeper, PostgresCore):  # type: ignore[misc]
         return int(await self._run(self._sweep_steps(), "the TTL sweep"))
 
     asweep_ttl = sweep_ttl
+
+    # -- changing the embedder ----------------------------------------------------
+
+    async def reindex(
+        self,
+        index: Any = None,
+        *,
+        batch_size: int = 256,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, int]:
+        """See :meth:`PostgresStore.reindex <langmem_ext.PostgresStore.reindex>`
+        (awaitable): the same rebuild, its transactions on the async pool and
+        the new embedder's async methods; the store serves other tasks'
+        searches and writes meanwhile.
+
+        Examples:
+            >>> await store.reindex({"embed": "local", "fields": ["content"]})  # doctest: +SKIP
+            {'embedded': 1000, 'vectors': 1000, 'dims': 384}
+        """
+        job = self._reindex_job(index, batch_size, progress)
+        out: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                request = job.send(out) if error is None else job.throw(error)
+            except StopIteration as stop:
+                return dict(stop.value)
+            out, error = None, None
+            try:
+                if isinstance(request, _reindex.Embed):
+                    out = await request.embeddings.aembed_documents_array(request.texts)
+                else:
+                    out = await self._run(*request)
+            except BaseException as e:  # into the job: its cleanup runs, then it re-raises
+                error = e
+
+    areindex = reindex
 
     # -- erasure -----------------------------------------------------------------
 
