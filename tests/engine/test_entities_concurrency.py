@@ -38,7 +38,10 @@ def _check(spec: tuple[str, str], acknowledged: list[str]) -> None:
         assert {"my sister Clara", "Clara", "my sister"} <= set(clara.aliases)
         facts = engine.list(ADA, types=["fact"], limit=1000).items
         assert sorted(f.id for f in facts) == sorted(acknowledged)  # nothing acknowledged lost
-        assert {f.subject_entity for f in facts} == {clara.id}
+        # A fact written while another writer merged a duplicate may still name
+        # the duplicate; it stays linked through the merge: what Clara's page
+        # shows is every fact.
+        assert sorted(f.id for f in engine.about(ADA, clara.id).facts) == sorted(acknowledged)
     finally:
         store.close()
 

@@ -252,6 +252,26 @@ def test_a_new_fact_of_the_same_kind_without_evidence_replaces_nothing(engine, c
     assert result.superseded == []
 
 
+def test_naming_the_old_value_in_another_sentence_replaces_nothing(engine, ctx, reflect):
+    """The user mentions the known fact's cat in one sentence and says a new,
+    unrelated thing in another (each line stamped with its date, as a chat
+    export is): no sentence changes the cat, so nothing is replaced."""
+    ex = make_executor(
+        [
+            [fact("[8 May, 2023] Adopted a kitten called Pixel.")],
+            [fact("[9 June, 2023] Their pottery vase won a prize.")],
+        ],
+        engine,
+    )
+    known(engine, ctx, reflect, ex, "[8 May, 2023] Adopted a kitten called Pixel.")
+    said = turn(
+        "[9 June, 2023] My pottery vase won a prize.\n[9 June, 2023] Pixel broke my mug.", "Oh!"
+    )
+    result = reflect(ex, said, config_for(ctx))
+    assert result.superseded == []
+    assert len(contents(engine, ctx)) == 2
+
+
 def test_a_replaces_naming_an_unrelated_fact_is_cleared(engine, ctx, reflect, caplog):
     ex = make_executor(
         [

@@ -237,9 +237,8 @@ def test_keyword_search_reads_only_its_namespace(tmp_path):
         store.put(("u", "n7", "sub"), "deep", {"text": "tea below"})
         got = store.search(("u", "n7"), query="tea", mode="keyword")
         assert sorted(r.key for r in got) == ["deep", "m"]
-        got = store.search(("u", "n7"), query="coffee", mode="keyword")
-        assert sorted(r.key for r in got) == ["deep", "m"]  # unscored tail, same scope
-        assert all(r.score is None for r in got)
+        # Keyword mode returns only matches: no unscored tail, in or out of scope.
+        assert store.search(("u", "n7"), query="coffee", mode="keyword") == []
         plan = " ".join(
             str(r)
             for r in store._connect().execute(

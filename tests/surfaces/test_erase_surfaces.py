@@ -25,7 +25,7 @@ def test_the_command_refuses_without_confirm_then_prints_the_receipt(tmp_path):
     db = str(tmp_path / "m.db")
     ada = ["--user-id", "ada"]
     out = runner.invoke(app, ["memories", "add", "Allergic to peanuts", *ada, "--db", db,
-                              "--embed", "none"])  # fmt: skip
+                              "--embed", "none", "--create"])  # fmt: skip
     assert out.exit_code == 0, out.output
     refused = runner.invoke(app, ["memories", "erase", *ada, "--db", db, "--embed", "none"])
     assert refused.exit_code != 0 and "confirm" in refused.output, refused.output

@@ -562,7 +562,13 @@ def meaning_corrections(
     """
     if not shown:
         return list(facts)
-    own = _stems(_own(turns))
+    # The user "names" a change in one sentence that holds a word of the old
+    # value and a word of the new one ("relocated from Manchester to Bristol").
+    # Both words somewhere in the turn is no evidence: "My vase won a prize."
+    # next to "Pixel broke my mug." changes nothing about the kitten Pixel.
+    # A word every sentence carries (a date stamp on each line) names nothing.
+    sentences = [_stems(s) for line in _own(turns).splitlines() for s in _SENTENCES.split(line)]
+    everywhere = set.intersection(*sentences) if len(sentences) > 1 else set()
     by_id = {k.id: k for k in shown}
     out = []
     for f in facts:
@@ -591,7 +597,9 @@ def meaning_corrections(
             continue
         best, old = ranked[0]
         clear = len(ranked) == 1 or best - ranked[1][0] >= SLOT_MARGIN
-        named = bool((_stems(old.content) - _stems(f.content)) & own)
+        was, now = _stems(old.content), _stems(f.content)
+        gone, came = was - now - everywhere, now - was - everywhere
+        named = any(gone & s and came & s for s in sentences)
         if best >= SAME_SLOT and clear and (f.category == "correction" or named):
             logger.info(
                 "%r replaces %r: the same thing in meaning, and %s",
