@@ -104,7 +104,9 @@ def bench_retrieval(
         f"load {load['before'][0]:.2f} -> {load['after'][0]:.2f} on {result['cores']} cores"
     )
     for col in ("set", "split", "store", "mode", "questions", *_KS, "ms/query"):
-        table.add_column(col, justify="left" if col in ("set", "split", "store", "mode") else "right")
+        table.add_column(
+            col, justify="left" if col in ("set", "split", "store", "mode") else "right"
+        )
     for r in result["rows"]:
         o = r["overall"]
         table.add_row(
@@ -133,11 +135,7 @@ def bench_retrieval(
             f"{len(c['held-out'])} / {q['held-out']} (scored: the split asked for); evidence "
             f"ids naming no turn {ev.get('evidence_unknown', 0)}, questions left without "
             f"evidence (not scored) {ev.get('questions_without_evidence', 0)}"
-            + (
-                f", ids repaired {ev['evidence_repaired']}"
-                if ev.get("evidence_repaired")
-                else ""
-            )
+            + (f", ids repaired {ev['evidence_repaired']}" if ev.get("evidence_repaired") else "")
             + (f", split {ev['evidence_split']}" if ev.get("evidence_split") else "")
         )
     path = out / "retrieval.json"
@@ -149,7 +147,9 @@ def _print_categories(console: Console, rows: list[dict]) -> None:
     cats = sorted({c for r in rows for c in r["by_category"]})
     table = Table(title="R@10 per category (questions)")
     for col in ("set", "split", "store", "mode", *cats):
-        table.add_column(col, justify="left" if col in ("set", "split", "store", "mode") else "right")
+        table.add_column(
+            col, justify="left" if col in ("set", "split", "store", "mode") else "right"
+        )
     for r in rows:
         by = r["by_category"]
         table.add_row(

@@ -108,7 +108,9 @@ def run_retrieval(cfg: RetrievalConfig, progress: Any = None) -> dict[str, Any]:
         "sets": {
             s.name: {
                 "language": s.language,
-                "conversations": {sp: [c.id for c in s.conversations if c.split == sp] for sp in SPLITS},
+                "conversations": {
+                    sp: [c.id for c in s.conversations if c.split == sp] for sp in SPLITS
+                },
                 "questions": {
                     sp: sum(len(c.questions) for c in s.conversations if c.split == sp)
                     for sp in SPLITS
@@ -160,8 +162,10 @@ def _run(
                     for mode in cfg.modes:
                         key = (s.name, conv.split, bname, mode)
                         for q in conv.questions:
+                            search: dict[str, Any] = {"query": q.text, "limit": max(KS)}
+                            search["mode"] = mode  # the stores' own search option
                             t = time.perf_counter()
-                            hits = store.search(NS, query=q.text, limit=max(KS), mode=mode)
+                            hits = store.search(NS, **search)
                             latency[key].append(time.perf_counter() - t)
                             got = [tuple(h.value["dia_ids"]) for h in hits]
                             sums[key][q.category] += [recall_at_k(got, q.evidence, k) for k in KS]
@@ -184,9 +188,12 @@ def _run(
                 "by_category": {
                     c: {
                         "questions": nq[key][c],
-                        **{f"R@{k}": float(v / nq[key][c]) for k, v in zip(KS, sm, strict=True)},
+                        **{
+                            f"R@{k}": float(v / nq[key][c])
+                            for k, v in zip(KS, by_cat[c], strict=True)
+                        },
                     }
-                    for c, sm in sorted(by_cat.items())
+                    for c in sorted(by_cat)
                 },
                 "search_ms_median": 1000 * float(np.median(latency[key])),
             }

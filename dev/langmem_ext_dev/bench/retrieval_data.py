@@ -152,10 +152,11 @@ def validate(raw: Any) -> RetrievalSet:
         DataShapeError: naming the first wrong field and its path.
 
     Examples:
-        >>> validate({"conversations": [{"id": "c", "turns": [{"id": "t"}], "questions": []}]})
-        Traceback (most recent call last):
-        ...
-        langmem_ext_dev.bench.retrieval_data.DataShapeError: conversations[0].turns[0].speaker: Field required
+        >>> try:
+        ...     validate({"conversations": [{"id": "c", "turns": [{"id": "t"}], "questions": []}]})
+        ... except DataShapeError as e:
+        ...     print(e)
+        conversations[0].turns[0].speaker: Field required (and 2 more problems)
     """
     try:
         return RetrievalSet.model_validate(raw)
@@ -258,8 +259,11 @@ def from_locomo(raw: list[Any], counts: Counter[str] | None = None) -> dict[str,
         ...     "session_1_date_time": "1:00 pm on 8 May, 2023",
         ...     "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "hi"}]},
         ...     "qa": [{"question": "q?", "evidence": ["D:1:1"], "category": 4}]}])
-        >>> s["conversations"][0]["turns"][0]["timestamp"], s["conversations"][0]["questions"]
-        ('2023-05-08T13:00:00', [{'question': 'q?', 'evidence': ['D1:1'], 'category': 'single-hop', 'answer': ''}])
+        >>> s["conversations"][0]["turns"][0]["timestamp"]
+        '2023-05-08T13:00:00'
+        >>> q = s["conversations"][0]["questions"][0]
+        >>> q["evidence"], q["category"]
+        (['D1:1'], 'single-hop')
     """
     counts = Counter() if counts is None else counts
     convs = []
@@ -291,7 +295,9 @@ def from_locomo(raw: list[Any], counts: Counter[str] | None = None) -> dict[str,
                     "answer": str(q.get("answer", "")),
                 }
             )
-        convs.append({"id": str(sample.get("sample_id", i)), "turns": turns, "questions": questions})
+        convs.append(
+            {"id": str(sample.get("sample_id", i)), "turns": turns, "questions": questions}
+        )
     return {"name": "locomo", "language": "en", "conversations": convs}
 
 
