@@ -172,7 +172,7 @@ def _run(
                             nq[key][q.category] += 1
                 if progress:
                     progress.advance(task)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for key, by_cat in sums.items():
         n_all = sum(nq[key].values())
         overall = np.sum(list(by_cat.values()), axis=0) / n_all
