@@ -9,6 +9,7 @@ The shape every set is read into (``langmem-ext bench retrieval --data FILE``)::
         {
           "id": "c1",
           "split": "dev",                    # optional: "dev" or "held-out"
+          "language": "de",                  # optional, informational
           "turns": [
             {"id": "c1-t1", "speaker": "user", "text": "...",
              "timestamp": "2024-05-01T09:30:00", "session": 1}   # session optional
@@ -87,6 +88,7 @@ class SetQuestion(_Strict):
 class SetConversation(_Strict):
     id: str = Field(min_length=1)
     split: Literal["dev", "held-out"] | None = None
+    language: str = ""
     turns: list[Turn] = Field(min_length=1)
     questions: list[SetQuestion]
 
