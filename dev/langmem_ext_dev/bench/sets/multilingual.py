@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the conversations are data: one turn a line)
 """The ``multilingual-sessions`` retrieval set: written for this project.
 
 Multi-session chats between a user and an assistant in German, Spanish and
