@@ -56,6 +56,17 @@ def bench_retrieval(
     conversations: Annotated[
         int, typer.Option(help="Only the first N conversations of each set and split (0: all).")
     ] = 0,
+    fusions: Annotated[
+        str,
+        typer.Option(
+            help="Fusion rules measured on each store's own vector and keyword rankings, "
+            "comma-separated: fixed (the stores' hybrid), zscore, rrf, adaptive."
+        ),
+    ] = "",
+    tune_fusion: Annotated[
+        bool,
+        typer.Option(help="Choose the adaptive rule's constants (needs --split dev)."),
+    ] = False,
 ) -> None:
     """Score recall@k of each question's evidence turns for every store and search
     mode, per set, split and category, with milliseconds per query and the load.
@@ -76,6 +87,13 @@ def bench_retrieval(
         raise typer.BadParameter(f"unknown modes {bad}; choose from {list(rt.MODES)}")
     if split not in (*rd.SPLITS, "all"):
         raise typer.BadParameter(f"--split {split!r}: choose dev, held-out or all")
+    fusion = dev_module("bench.fusion")
+    rules = tuple(f.strip() for f in fusions.split(",") if f.strip())
+    bad = [f for f in rules if f not in fusion.RULES]
+    if bad:
+        raise typer.BadParameter(f"unknown fusion rules {bad}; choose from {list(fusion.RULES)}")
+    if tune_fusion and split != "dev":
+        raise typer.BadParameter("--tune-fusion looks at the dev split only: add --split dev")
     for path in data:
         if not path.exists():
             raise typer.BadParameter(f"{path} does not exist")
@@ -90,6 +108,8 @@ def bench_retrieval(
         context_weight=context_weight,
         cache=out / "embeddings.db",
         conversations=conversations or None,
+        fusions=rules,
+        tune_fusion=tune_fusion,
     )
     out.mkdir(parents=True, exist_ok=True)
     console = Console()
@@ -137,6 +157,12 @@ def bench_retrieval(
             f"evidence (not scored) {ev.get('questions_without_evidence', 0)}"
             + (f", ids repaired {ev['evidence_repaired']}" if ev.get("evidence_repaired") else "")
             + (f", split {ev['evidence_split']}" if ev.get("evidence_split") else "")
+        )
+    if result.get("tuned_fusion"):
+        t = result["tuned_fusion"]
+        console.print(
+            f"adaptive fusion constants chosen on the dev split: {t['constants']} "
+            f"(worst gain in R@10 over the better single side: {t['worst_gain_R@10']:+.3f})"
         )
     path = out / "retrieval.json"
     path.write_text(json.dumps(result, indent=2))

@@ -181,3 +181,22 @@ def test_bench_retrieval_refuses_bad_input(tiny_file, tmp_path):
     assert r.exit_code != 0 and "--split" in r.output
     r = CliRunner().invoke(app, [*base, "--data", str(tiny_file), "--modes", "fuzzy"])
     assert r.exit_code != 0 and "unknown modes" in r.output
+
+
+def test_fusion_rules_on_the_stores_own_rankings(tiny_file, tmp_path):
+    # "fixed" re-fuses each store's vector and keyword rankings as its hybrid
+    # does: its recall must equal the store's own hybrid row.
+    out = tmp_path / "out"
+    args = ["bench", "retrieval", "--data", str(tiny_file), "--out", str(out)]
+    args += ["--fusions", "fixed,zscore,rrf,adaptive", "--split", "dev", "--tune-fusion"]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "220"})
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "retrieval.json").read_text())
+    rows = {(r["store"], r["mode"]): r for r in data["rows"]}
+    for store in ("sqlite", "postgres"):
+        assert rows[(store, "fused:fixed")]["overall"] == rows[(store, "hybrid")]["overall"]
+        for rule in ("zscore", "rrf", "adaptive"):
+            assert rows[(store, f"fused:{rule}")]["questions"] == 3
+    assert len(data["tuned_fusion"]["constants"]) == 4
+    bad = CliRunner().invoke(app, [*args[:6], "--tune-fusion"])
+    assert bad.exit_code != 0 and "--split dev" in bad.output

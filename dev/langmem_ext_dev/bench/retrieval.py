@@ -48,6 +48,8 @@ class RetrievalConfig:
     context_weight: float = 0.5
     cache: Path | None = None  # embedding cache file
     conversations: int | None = None  # first N of each set only (after the split)
+    fusions: tuple[str, ...] = ()  # fusion rules of .fusion measured on the stores' two sides
+    tune_fusion: bool = False  # choose the adaptive rule's constants (dev split only)
 
 
 def load_sets(cfg: RetrievalConfig) -> list[LoadedSet]:
@@ -98,13 +100,25 @@ def run_retrieval(cfg: RetrievalConfig, progress: Any = None) -> dict[str, Any]:
             t0 = time.perf_counter()
             emb = _embed(sets, local)
             embed_s = time.perf_counter() - t0
-            rows = _run(cfg, sets, emb, pg, progress)
+            rows, sides = _run(cfg, sets, emb, pg, progress)
     finally:
         if pg is not None:
             pg.stop()
     questions = [q.text for s in sets for c in s.conversations for q in c.questions]
+    tuned = None
+    if cfg.tune_fusion:
+        from .fusion import tune
+
+        if cfg.split != "dev":
+            raise ValueError("tuning looks at the dev split only: give split='dev'")
+        consts, worst = tune([(sd, ev, f"{st}/{name}") for name, _, st, _, sd, ev, _ in sides])
+        tuned = {"constants": list(consts), "worst_gain_R@10": worst}
+    rows += _fusion_rows(cfg, sides)
+    order = {m: i for i, m in enumerate((*cfg.modes, *(f"fused:{f}" for f in cfg.fusions)))}
+    rows.sort(key=lambda r: (r["set"], SPLITS.index(r["split"]), r["store"], order[r["mode"]]))
     return {
         "rows": rows,
+        "tuned_fusion": tuned,
         "sets": {
             s.name: {
                 "language": s.language,
@@ -136,7 +150,7 @@ def run_retrieval(cfg: RetrievalConfig, progress: Any = None) -> dict[str, Any]:
 
 def _run(
     cfg: RetrievalConfig, sets: list[LoadedSet], emb: Precomputed, pg: Any, progress: Any
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], list[Any]]:
     index = {
         "dims": 384,
         "embed": emb,
@@ -151,6 +165,7 @@ def _run(
     )
     nq: dict[tuple[str, str, str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
     latency: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
+    sides: list[Any] = []  # (set, split, store, category, Sides, evidence positions, ids)
     total = sum(len(s.conversations) for s in sets) * len(cfg.backends)
     task = progress.add_task("searching", total=total) if progress else None
     for s in sets:
@@ -170,6 +185,8 @@ def _run(
                             got = [tuple(h.value["dia_ids"]) for h in hits]
                             sums[key][q.category] += [recall_at_k(got, q.evidence, k) for k in KS]
                             nq[key][q.category] += 1
+                    if cfg.fusions or cfg.tune_fusion:
+                        sides += _sides(store, s.name, conv, bname)
                 if progress:
                     progress.advance(task)
     rows: list[dict[str, Any]] = []
@@ -198,8 +215,70 @@ def _run(
                 "search_ms_median": 1000 * float(np.median(latency[key])),
             }
         )
-    order = {m: i for i, m in enumerate(cfg.modes)}
-    rows.sort(key=lambda r: (r["set"], SPLITS.index(r["split"]), r["store"], order[r["mode"]]))
+    return rows, sides
+
+
+def _sides(store: Any, set_name: str, conv: Any, bname: str) -> list[Any]:
+    """Each question's whole vector and keyword rankings from ``store``."""
+    from .fusion import Sides
+
+    keys = [d.key for d in conv.turns]
+    pos = {k: i for i, k in enumerate(keys)}
+    out = []
+    for q in conv.questions:
+        cos = np.full(len(keys), -1.0)
+        kw = np.zeros(len(keys))
+        search: dict[str, Any] = {"query": q.text, "limit": len(keys)}
+        for h in store.search(NS, **search, mode="vector"):
+            cos[pos[h.key]] = h.score
+        for h in store.search(NS, **search, mode="keyword"):
+            kw[pos[h.key]] = h.score
+        ev = frozenset(pos[e] for e in q.evidence)
+        out.append((set_name, conv.split, bname, q.category, Sides(cos, kw), ev, keys))
+    return out
+
+
+def _fusion_rows(cfg: RetrievalConfig, sides: list[Any]) -> list[dict[str, Any]]:
+    from .fusion import fuse
+
+    rows = []
+    groups: dict[tuple[str, str, str], list[Any]] = defaultdict(list)
+    for rec in sides:
+        groups[rec[:3]].append(rec)
+    for (set_name, split, bname), recs in sorted(groups.items()):
+        for rule in cfg.fusions:
+            sums: dict[str, Any] = defaultdict(lambda: np.zeros(len(KS)))
+            n: dict[str, int] = defaultdict(int)
+            spent = []
+            for _, _, _, cat, sd, ev, keys in recs:
+                t = time.perf_counter()
+                order = np.argsort(-fuse(rule, sd), kind="stable")[: max(KS)]
+                spent.append(time.perf_counter() - t)
+                got: list[tuple[str, ...]] = [(keys[i],) for i in order]
+                evidence = frozenset(keys[i] for i in ev)
+                sums[cat] += [recall_at_k(got, evidence, k) for k in KS]
+                n[cat] += 1
+            total = sum(n.values())
+            overall = np.sum(list(sums.values()), axis=0) / total
+            rows.append(
+                {
+                    "set": set_name,
+                    "split": split,
+                    "store": bname,
+                    "mode": f"fused:{rule}",
+                    "questions": total,
+                    "overall": {f"R@{k}": float(v) for k, v in zip(KS, overall, strict=True)},
+                    "by_category": {
+                        c: {
+                            "questions": n[c],
+                            **{f"R@{k}": float(v / n[c]) for k, v in zip(KS, sums[c], strict=True)},
+                        }
+                        for c in sorted(sums)
+                    },
+                    # the rule's own time on the two rankings (the searches not counted)
+                    "search_ms_median": 1000 * float(np.median(spent)),
+                }
+            )
     return rows
 
 
