@@ -158,6 +158,14 @@ def bench_retrieval(
             + (f", ids repaired {ev['evidence_repaired']}" if ev.get("evidence_repaired") else "")
             + (f", split {ev['evidence_split']}" if ev.get("evidence_split") else "")
         )
+    for name, w in result.get("window", {}).items():
+        if w:
+            console.print(
+                f"{name}: {w['turns_over_window']} of {w['turns']} turns longer than the "
+                f"embedder's window; {w['tokens_past_window']} of {w['tokens']} tokens "
+                f"({w['tokens_past_window'] / max(1, w['tokens']):.0%}) never reach the vector "
+                f"index; longest turn {w['longest']} tokens"
+            )
     if result.get("tuned_fusion"):
         t = result["tuned_fusion"]
         console.print(

