@@ -63,9 +63,19 @@ def bench_retrieval(
             "comma-separated: fixed (the stores' hybrid), zscore, rrf, adaptive."
         ),
     ] = "",
+    passage_words: Annotated[
+        int,
+        typer.Option(
+            help="Also score long turns by their best passage: overlapping windows of this "
+            "many words (0: off), measured on each store's rankings like --fusions."
+        ),
+    ] = 0,
     tune_fusion: Annotated[
         bool,
-        typer.Option(help="Choose the adaptive rule's constants (needs --split dev)."),
+        typer.Option(
+            help="Choose the adaptive rule's constants on the dev split's questions "
+            "(held-out rows then report them)."
+        ),
     ] = False,
 ) -> None:
     """Score recall@k of each question's evidence turns for every store and search
@@ -92,8 +102,14 @@ def bench_retrieval(
     bad = [f for f in rules if f not in fusion.RULES]
     if bad:
         raise typer.BadParameter(f"unknown fusion rules {bad}; choose from {list(fusion.RULES)}")
-    if tune_fusion and split != "dev":
-        raise typer.BadParameter("--tune-fusion looks at the dev split only: add --split dev")
+    if passage_words and not rules:
+        rules = ("fixed",)  # passages are measured on the re-fused rankings
+    if tune_fusion and split == "held-out":
+        raise typer.BadParameter(
+            "--tune-fusion chooses on the dev split only: use --split dev or all"
+        )
+    if tune_fusion and "adaptive" not in rules:
+        rules += ("adaptive",)
     for path in data:
         if not path.exists():
             raise typer.BadParameter(f"{path} does not exist")
@@ -110,6 +126,7 @@ def bench_retrieval(
         conversations=conversations or None,
         fusions=rules,
         tune_fusion=tune_fusion,
+        passage_words=passage_words,
     )
     out.mkdir(parents=True, exist_ok=True)
     console = Console()
@@ -169,7 +186,8 @@ def bench_retrieval(
     if result.get("tuned_fusion"):
         t = result["tuned_fusion"]
         console.print(
-            f"adaptive fusion constants chosen on the dev split: {t['constants']} "
+            f"adaptive fusion constants chosen on the dev split (the fused:adaptive rows use "
+            f"them): {t['constants']} "
             f"(worst gain in R@10 over the better single side: {t['worst_gain_R@10']:+.3f})"
         )
     path = out / "retrieval.json"

@@ -198,5 +198,5 @@ def test_fusion_rules_on_the_stores_own_rankings(tiny_file, tmp_path):
         for rule in ("zscore", "rrf", "adaptive"):
             assert rows[(store, f"fused:{rule}")]["questions"] == 3
     assert len(data["tuned_fusion"]["constants"]) == 4
-    bad = CliRunner().invoke(app, [*args[:6], "--tune-fusion"])
-    assert bad.exit_code != 0 and "--split dev" in bad.output
+    bad = CliRunner().invoke(app, [*args[:6], "--tune-fusion", "--split", "held-out"])
+    assert bad.exit_code != 0 and "dev split only" in bad.output

@@ -36,6 +36,7 @@ class Sides:
 
     cos: np.ndarray  # cosine of every item
     kw: np.ndarray  # keyword score in [0, 1] of every item, 0 for non-matches
+    pcos: np.ndarray | None = None  # best cosine over each item's passages (long items split)
 
 
 # (c0, c_z, c_share, c_second): see adaptive_weight. Chosen by ``tune`` on the

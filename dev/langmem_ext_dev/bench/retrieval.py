@@ -50,6 +50,10 @@ class RetrievalConfig:
     conversations: int | None = None  # first N of each set only (after the split)
     fusions: tuple[str, ...] = ()  # fusion rules of .fusion measured on the stores' two sides
     tune_fusion: bool = False  # choose the adaptive rule's constants (dev split only)
+    # Long turns also measured as overlapping passages of this many words (0: off),
+    # scored by their best passage; `passage_overlap` words shared by neighbours.
+    passage_words: int = 0
+    passage_overlap: int = 50
 
 
 def load_sets(cfg: RetrievalConfig) -> list[LoadedSet]:
@@ -99,23 +103,30 @@ def run_retrieval(cfg: RetrievalConfig, progress: Any = None) -> dict[str, Any]:
             assert isinstance(local, CachedEmbeddings)
             t0 = time.perf_counter()
             emb = _embed(sets, local)
+            passages = _passages(cfg, sets, local) if cfg.passage_words else None
             embed_s = time.perf_counter() - t0
-            rows, sides = _run(cfg, sets, emb, pg, progress)
+            rows, sides = _run(cfg, sets, emb, pg, progress, passages)
     finally:
         if pg is not None:
             pg.stop()
     questions = [q.text for s in sets for c in s.conversations for q in c.questions]
     tuned = None
+    consts = None
     if cfg.tune_fusion:
         from .fusion import tune
 
-        if cfg.split != "dev":
-            raise ValueError("tuning looks at the dev split only: give split='dev'")
-        consts, worst = tune([(sd, ev, f"{st}/{name}") for name, _, st, _, sd, ev, _ in sides])
+        # Only the dev split's questions choose the constants; held-out rows
+        # then report them.
+        dev = [(sd, ev, f"{st}/{name}") for name, sp, st, _, sd, ev, _ in sides if sp == "dev"]
+        if not dev:
+            raise ValueError("tuning needs questions of the dev split")
+        consts, worst = tune(dev)
         tuned = {"constants": list(consts), "worst_gain_R@10": worst}
-    rows += _fusion_rows(cfg, sides)
+    rows += _fusion_rows(cfg, sides, consts)
     window = {s.name: truncation(s) for s in sets}
-    order = {m: i for i, m in enumerate((*cfg.modes, *(f"fused:{f}" for f in cfg.fusions)))}
+    labels = (*cfg.modes, *(f"fused:{f}" for f in cfg.fusions), "passages:vector")
+    labels += tuple(f"passages:{f}" for f in cfg.fusions)
+    order = {m: i for i, m in enumerate(labels)}
     rows.sort(key=lambda r: (r["set"], SPLITS.index(r["split"]), r["store"], order[r["mode"]]))
     return {
         "rows": rows,
@@ -175,8 +186,44 @@ def truncation(s: LoadedSet) -> dict[str, Any]:
     }
 
 
+def split_passages(text: str, words: int, overlap: int) -> list[str]:
+    """Overlapping windows of ``words`` words, ``overlap`` shared by neighbours.
+
+    Examples:
+        >>> split_passages("a b c d e f g", 4, 2)
+        ['a b c d', 'c d e f', 'e f g']
+        >>> split_passages("a b", 4, 2)
+        ['a b']
+    """
+    w = text.split()
+    step = max(1, words - overlap)
+    out = []
+    for start in range(0, len(w), step):
+        out.append(" ".join(w[start : start + words]))
+        if start + words >= len(w):
+            break
+    return out
+
+
+def _passages(
+    cfg: RetrievalConfig, sets: list[LoadedSet], local: CachedEmbeddings
+) -> dict[str, np.ndarray]:
+    """Each turn longer than one passage: the unit vectors of its passages."""
+    out: dict[str, np.ndarray] = {}
+    for text in sorted({d.text for s in sets for c in s.conversations for d in c.turns}):
+        parts = split_passages(text, cfg.passage_words, cfg.passage_overlap)
+        if len(parts) > 1:
+            out[text] = local.embed_documents_array(parts)
+    return out
+
+
 def _run(
-    cfg: RetrievalConfig, sets: list[LoadedSet], emb: Precomputed, pg: Any, progress: Any
+    cfg: RetrievalConfig,
+    sets: list[LoadedSet],
+    emb: Precomputed,
+    pg: Any,
+    progress: Any,
+    passages: dict[str, np.ndarray] | None = None,
 ) -> tuple[list[dict[str, Any]], list[Any]]:
     index = {
         "dims": 384,
@@ -212,8 +259,8 @@ def _run(
                             got = [tuple(h.value["dia_ids"]) for h in hits]
                             sums[key][q.category] += [recall_at_k(got, q.evidence, k) for k in KS]
                             nq[key][q.category] += 1
-                    if cfg.fusions or cfg.tune_fusion:
-                        sides += _sides(store, s.name, conv, bname)
+                    if cfg.fusions or cfg.tune_fusion or passages is not None:
+                        sides += _sides(store, s.name, conv, bname, emb, passages)
                 if progress:
                     progress.advance(task)
     rows: list[dict[str, Any]] = []
@@ -245,8 +292,16 @@ def _run(
     return rows, sides
 
 
-def _sides(store: Any, set_name: str, conv: Any, bname: str) -> list[Any]:
-    """Each question's whole vector and keyword rankings from ``store``."""
+def _sides(
+    store: Any,
+    set_name: str,
+    conv: Any,
+    bname: str,
+    emb: Precomputed,
+    passages: dict[str, np.ndarray] | None,
+) -> list[Any]:
+    """Each question's whole vector and keyword rankings from ``store`` (and,
+    with ``passages``, each turn's best passage cosine, computed here)."""
     from .fusion import Sides
 
     keys = [d.key for d in conv.turns]
@@ -260,26 +315,45 @@ def _sides(store: Any, set_name: str, conv: Any, bname: str) -> list[Any]:
             cos[pos[h.key]] = h.score
         for h in store.search(NS, **search, mode="keyword"):
             kw[pos[h.key]] = h.score
+        pcos = None
+        if passages is not None:
+            qv = np.asarray(emb.embed_query(q.text))
+            pcos = cos.copy()
+            for i, d in enumerate(conv.turns):
+                if d.text in passages:
+                    pcos[i] = float((passages[d.text] @ qv).max())
         ev = frozenset(pos[e] for e in q.evidence)
-        out.append((set_name, conv.split, bname, q.category, Sides(cos, kw), ev, keys))
+        out.append((set_name, conv.split, bname, q.category, Sides(cos, kw, pcos), ev, keys))
     return out
 
 
-def _fusion_rows(cfg: RetrievalConfig, sides: list[Any]) -> list[dict[str, Any]]:
-    from .fusion import fuse
+def _fusion_rows(
+    cfg: RetrievalConfig, sides: list[Any], consts: tuple[float, ...] | None = None
+) -> list[dict[str, Any]]:
+    from .fusion import ADAPTIVE, Sides, fuse
 
+    c = consts or ADAPTIVE
     rows = []
     groups: dict[tuple[str, str, str], list[Any]] = defaultdict(list)
     for rec in sides:
         groups[rec[:3]].append(rec)
     for (set_name, split, bname), recs in sorted(groups.items()):
-        for rule in cfg.fusions:
+        rules = list(cfg.fusions)
+        if recs and recs[0][4].pcos is not None:
+            rules += ["passages:vector", *(f"passages:{r}" for r in cfg.fusions)]
+        for rule in rules:
             sums: dict[str, Any] = defaultdict(lambda: np.zeros(len(KS)))
             n: dict[str, int] = defaultdict(int)
             spent = []
             for _, _, _, cat, sd, ev, keys in recs:
                 t = time.perf_counter()
-                order = np.argsort(-fuse(rule, sd), kind="stable")[: max(KS)]
+                how = rule
+                if rule.startswith("passages:"):
+                    assert sd.pcos is not None
+                    sd = Sides(sd.pcos, sd.kw)
+                    how = rule.removeprefix("passages:")
+                scores = sd.cos if how == "vector" else fuse(how, sd, c)
+                order = np.argsort(-scores, kind="stable")[: max(KS)]
                 spent.append(time.perf_counter() - t)
                 got: list[tuple[str, ...]] = [(keys[i],) for i in order]
                 evidence = frozenset(keys[i] for i in ev)
@@ -292,7 +366,7 @@ def _fusion_rows(cfg: RetrievalConfig, sides: list[Any]) -> list[dict[str, Any]]
                     "set": set_name,
                     "split": split,
                     "store": bname,
-                    "mode": f"fused:{rule}",
+                    "mode": rule if rule.startswith("passages:") else f"fused:{rule}",
                     "questions": total,
                     "overall": {f"R@{k}": float(v) for k, v in zip(KS, overall, strict=True)},
                     "by_category": {

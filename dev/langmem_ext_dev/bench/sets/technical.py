@@ -50,7 +50,11 @@ CONVERSATIONS: list[tuple[str, str, list[tuple[Any, ...]]]] = [
         "py-api",
         "dev",
         [
-            ("user", "Our FastAPI billing service started returning 500s under load last week. It runs on Python 3.11 with SQLAlchemy 2 and asyncpg against PostgreSQL 15, deployed as four pods.", "2024-03-04T10:00:00"),
+            (
+                "user",
+                "Our FastAPI billing service started returning 500s under load last week. It runs on Python 3.11 with SQLAlchemy 2 and asyncpg against PostgreSQL 15, deployed as four pods.",
+                "2024-03-04T10:00:00",
+            ),
             (
                 "assistant",
                 "The errors you pasted say 'QueuePool limit of size 5 overflow 10 reached, connection timed out, timeout 30'. That means every worker exhausted its connection pool: with four pods and the default pool of five connections plus ten overflow, requests queue for thirty seconds and then fail. The first fix is to raise pool_size to 20 with max_overflow 5 and to make sure sessions are closed at the end of each request through a dependency with a finally block.",
@@ -58,7 +62,11 @@ CONVERSATIONS: list[tuple[str, str, list[tuple[Any, ...]]]] = [
                 "One more thing I noticed in your traceback: the invoice export endpoint opens a second session inside a loop over customers, which is why the pool drains so quickly during the nightly export at 02:15. Move the export to a background job with its own small pool of three connections, and cap it with a semaphore so that it can never take more than three connections from the shared database, whatever the number of customers.",
                 "2024-03-04T10:05:00",
             ),
-            ("user", "That helped a lot. Now a test is flaky: test_refund_rounding fails about one run in twenty on CI but never locally.", "2024-03-06T15:20:00"),
+            (
+                "user",
+                "That helped a lot. Now a test is flaky: test_refund_rounding fails about one run in twenty on CI but never locally.",
+                "2024-03-06T15:20:00",
+            ),
             (
                 "assistant",
                 "A test that fails one run in twenty and never locally usually depends on ordering or time. In test_refund_rounding the refund amount is computed with float division and then rounded with Python's round, which uses banker's rounding, so 2.675 becomes 2.67 on some inputs. Switch money arithmetic to Decimal with ROUND_HALF_UP and quantize to two places; then the result no longer depends on the random amounts the fixture generates.",
@@ -66,7 +74,11 @@ CONVERSATIONS: list[tuple[str, str, list[tuple[Any, ...]]]] = [
                 "The reason it never failed on your laptop is the seed: your local pytest configuration sets -p randomly with a fixed seed of 1234 in setup.cfg, while CI runs with a fresh random seed every time. Keep the random seed on CI, since it is what found the bug, but print it in the test header so that any failure can be reproduced with pytest -p randomly -p seed=<value>.",
                 "2024-03-06T15:30:00",
             ),
-            ("user", "Next quarter we need to add Stripe webhooks. Our security team requires that every webhook is verified and replay-protected.", "2024-04-02T09:10:00"),
+            (
+                "user",
+                "Next quarter we need to add Stripe webhooks. Our security team requires that every webhook is verified and replay-protected.",
+                "2024-04-02T09:10:00",
+            ),
             (
                 "assistant",
                 "For Stripe webhooks, verify the Stripe-Signature header with the endpoint's signing secret before parsing the body, and reject events whose timestamp is older than five minutes; that is what the library's construct_event does with its default tolerance of 300 seconds. Read the raw body bytes, not the parsed JSON, because re-serialising changes the bytes and breaks the signature.",
@@ -80,7 +92,11 @@ CONVERSATIONS: list[tuple[str, str, list[tuple[Any, ...]]]] = [
         "rust-cli",
         "dev",
         [
-            ("user", "I'm writing a Rust command-line tool called logsift that filters large JSON log files. It is single-threaded today and takes 40 seconds on a 6 GB file.", "2024-05-10T20:00:00"),
+            (
+                "user",
+                "I'm writing a Rust command-line tool called logsift that filters large JSON log files. It is single-threaded today and takes 40 seconds on a 6 GB file.",
+                "2024-05-10T20:00:00",
+            ),
             (
                 "assistant",
                 "For logsift the bottleneck is almost certainly deserialising every line into a serde_json::Value. Since you only filter on three fields, derive a small struct with borrowed &str fields and use serde_json::from_slice on each line; borrowing avoids allocating a String per field. Reading with a BufReader of 1 MiB instead of the default 8 KiB also reduces system calls noticeably on large files.",
@@ -88,15 +104,23 @@ CONVERSATIONS: list[tuple[str, str, list[tuple[Any, ...]]]] = [
                 "To use more than one core, split the file into chunks at newline boundaries and process them with rayon's par_bridge, then write results in chunk order so the output stays deterministic. On your 6 GB sample with eight threads this kind of change typically brings the run from 40 seconds to about 6, and memory stays flat if each chunk is 64 MiB and you memory-map the file with the memmap2 crate.",
                 "2024-05-10T20:10:00",
             ),
-            ("user", "Parallel version works: 5.8 seconds. But users on Windows report that the output has mixed line endings.", "2024-05-18T11:00:00"),
+            (
+                "user",
+                "Parallel version works: 5.8 seconds. But users on Windows report that the output has mixed line endings.",
+                "2024-05-18T11:00:00",
+            ),
             (
                 "assistant",
                 "The mixed line endings come from writing with writeln!, which always emits a bare newline, while the input lines on Windows keep their carriage return because you split only on the newline byte. Strip a trailing carriage return from each line before parsing, and decide on one output convention; a --crlf flag that defaults to the platform's convention is what ripgrep-style tools usually do.",
                 "fn trim_eol(mut line: &[u8]) -> &[u8] {\n    if let Some(b'\\n') = line.last() { line = &line[..line.len() - 1]; }\n    if let Some(b'\\r') = line.last() { line = &line[..line.len() - 1]; }\n    line\n}\n\nlet eol: &[u8] = if args.crlf { b\"\\r\\n\" } else { b\"\\n\" };\nout.write_all(trim_eol(line))?;\nout.write_all(eol)?;",
-                "For the release, build the Windows binary with the x86_64-pc-windows-msvc target on a Windows runner rather than cross-compiling with mingw, and set the profile to lto = \"fat\" with codegen-units = 1. Your release checklist should also bump the version to 0.4.0 in Cargo.toml, since the --crlf flag is a visible change in behaviour.",
+                'For the release, build the Windows binary with the x86_64-pc-windows-msvc target on a Windows runner rather than cross-compiling with mingw, and set the profile to lto = "fat" with codegen-units = 1. Your release checklist should also bump the version to 0.4.0 in Cargo.toml, since the --crlf flag is a visible change in behaviour.',
                 "2024-05-18T11:15:00",
             ),
-            ("user", "Last question for now: how should logsift handle gzip-compressed logs? About half our archives are .gz.", "2024-06-01T08:30:00"),
+            (
+                "user",
+                "Last question for now: how should logsift handle gzip-compressed logs? About half our archives are .gz.",
+                "2024-06-01T08:30:00",
+            ),
             (
                 "assistant",
                 "For gzip input, detect the magic bytes 0x1f 0x8b at the start of the file rather than trusting the extension, and wrap the reader in flate2's MultiGzDecoder, which also handles files made of several concatenated gzip members, as logrotate produces. Compressed input cannot be memory-mapped and split at arbitrary offsets, so the parallel path needs a different design.",
@@ -110,7 +134,11 @@ CONVERSATIONS: list[tuple[str, str, list[tuple[Any, ...]]]] = [
         "k8s",
         "dev",
         [
-            ("user", "We run a Java recommendation service on Kubernetes 1.28 (EKS). Pods get OOMKilled a few times a day, with a memory limit of 2Gi.", "2024-02-12T13:00:00"),
+            (
+                "user",
+                "We run a Java recommendation service on Kubernetes 1.28 (EKS). Pods get OOMKilled a few times a day, with a memory limit of 2Gi.",
+                "2024-02-12T13:00:00",
+            ),
             (
                 "assistant",
                 "OOMKilled with a 2Gi limit on a Java service usually means the JVM's heap plus its off-heap memory exceed the container limit. By default the JVM sizes the heap at a quarter of the container memory, but metaspace, thread stacks, direct buffers and the code cache come on top. Set -XX:MaxRAMPercentage=70 instead of a fixed -Xmx so the heap follows the limit, and enable native memory tracking to see what else grows.",
@@ -118,7 +146,11 @@ CONVERSATIONS: list[tuple[str, str, list[tuple[Any, ...]]]] = [
                 "Looking at the native memory summary you attached, the real culprit is the Netty direct buffer pool of the gRPC client, which grew to 610 MB because each request to the feature store creates a new channel. Reuse one ManagedChannel per target for the whole process and cap direct memory with -XX:MaxDirectMemorySize=256m; with that, the pods should stay well under the limit.",
                 "2024-02-12T13:20:00",
             ),
-            ("user", "Memory is stable now. Traffic doubles on weekends; can we autoscale on something better than CPU?", "2024-02-20T17:40:00"),
+            (
+                "user",
+                "Memory is stable now. Traffic doubles on weekends; can we autoscale on something better than CPU?",
+                "2024-02-20T17:40:00",
+            ),
             (
                 "assistant",
                 "CPU is a poor signal for this service because it spends most of its time waiting on the feature store. Scale on requests in flight per pod instead: expose a gauge from the service, collect it with Prometheus, and let KEDA's Prometheus scaler drive the HorizontalPodAutoscaler. A target of 40 in-flight requests per pod matches the latency knee you measured.",
@@ -126,7 +158,11 @@ CONVERSATIONS: list[tuple[str, str, list[tuple[Any, ...]]]] = [
                 "Set the scale-down stabilisation window to 600 seconds so that the weekend's short dips do not remove pods that are needed again a minute later, and add a PodDisruptionBudget with minAvailable of 80 percent so that node upgrades on Sunday nights never take more than a fifth of the replicas at once.",
                 "2024-02-20T17:55:00",
             ),
-            ("user", "We also want zero-downtime deploys. Right now each rollout causes a spike of 503s for about ten seconds.", "2024-03-05T09:00:00"),
+            (
+                "user",
+                "We also want zero-downtime deploys. Right now each rollout causes a spike of 503s for about ten seconds.",
+                "2024-03-05T09:00:00",
+            ),
             (
                 "assistant",
                 "The ten seconds of 503s during a rollout come from the load balancer still sending traffic to pods that have already received SIGTERM. Add a preStop hook that sleeps for 15 seconds so that the endpoint is removed from the AWS load balancer target group before the JVM starts shutting down, and set terminationGracePeriodSeconds to 45 to leave room for in-flight requests.",
@@ -140,7 +176,11 @@ CONVERSATIONS: list[tuple[str, str, list[tuple[Any, ...]]]] = [
         "pipeline",
         "dev",
         [
-            ("user", "Our nightly dbt run on Snowflake builds the orders mart. Since we added the returns source, the run takes 3 hours instead of 50 minutes.", "2024-07-08T07:00:00"),
+            (
+                "user",
+                "Our nightly dbt run on Snowflake builds the orders mart. Since we added the returns source, the run takes 3 hours instead of 50 minutes.",
+                "2024-07-08T07:00:00",
+            ),
             (
                 "assistant",
                 "A jump from 50 minutes to three hours after adding one source points at a join that explodes. In fct_orders the returns are joined on order_id only, but returns has one row per returned line item, so every order with several returned items is duplicated before the aggregation. Aggregate returns to one row per order in an intermediate model, int_returns_by_order, and join that instead.",
@@ -148,7 +188,11 @@ CONVERSATIONS: list[tuple[str, str, list[tuple[Any, ...]]]] = [
                 "The second cost is that fct_orders is rebuilt completely every night. Make it incremental with unique_key order_id and a lookback of three days on updated_at, because returns can arrive up to 72 hours after the order changes; use the merge strategy on Snowflake and run a full refresh every Sunday at 04:00 to catch anything the lookback missed.",
                 "2024-07-08T07:20:00",
             ),
-            ("user", "The incremental model works, 35 minutes now. But finance says revenue for June is off by about 0.4 percent compared to the ERP.", "2024-07-15T14:00:00"),
+            (
+                "user",
+                "The incremental model works, 35 minutes now. But finance says revenue for June is off by about 0.4 percent compared to the ERP.",
+                "2024-07-15T14:00:00",
+            ),
             (
                 "assistant",
                 "A difference of 0.4 percent between the mart and the ERP usually comes from time zones or currency conversion rather than missing rows. Your orders are stamped in UTC while the ERP books revenue in Europe/Berlin local time, so orders placed between 22:00 and 24:00 UTC on the last day of the month land in a different month in each system.",
@@ -156,7 +200,11 @@ CONVERSATIONS: list[tuple[str, str, list[tuple[Any, ...]]]] = [
                 "The remainder of the gap is exchange rates: the mart converts foreign-currency orders with the daily rate from the ECB feed, while the ERP uses the monthly average rate that the treasury team publishes on the first working day of each month. Add a dim_fx_monthly table loaded from the treasury spreadsheet and use it for the finance reports, keeping daily rates for operational dashboards.",
                 "2024-07-15T14:20:00",
             ),
-            ("user", "Good. One more: upstream sometimes delivers the returns file late, after our 01:00 run, and then the numbers are wrong all day.", "2024-08-01T06:30:00"),
+            (
+                "user",
+                "Good. One more: upstream sometimes delivers the returns file late, after our 01:00 run, and then the numbers are wrong all day.",
+                "2024-08-01T06:30:00",
+            ),
             (
                 "assistant",
                 "Late upstream files are best handled by making the dependency explicit instead of relying on the schedule. Add a source freshness check on raw.returns with warn_after 6 hours and error_after 12 hours, and run dbt source freshness as the first step of the job so that the run stops, rather than publishing numbers without the returns.",
@@ -170,7 +218,11 @@ CONVERSATIONS: list[tuple[str, str, list[tuple[Any, ...]]]] = [
         "react-app",
         "held-out",
         [
-            ("user", "Our React 18 dashboard for warehouse managers is slow: the stock table with 5,000 rows takes about 4 seconds to render after each filter change.", "2024-09-02T10:00:00"),
+            (
+                "user",
+                "Our React 18 dashboard for warehouse managers is slow: the stock table with 5,000 rows takes about 4 seconds to render after each filter change.",
+                "2024-09-02T10:00:00",
+            ),
             (
                 "assistant",
                 "Rendering 5,000 table rows on every filter change is the problem itself: the browser lays out every row even though only about thirty are visible. Virtualise the table with TanStack Virtual so that only the visible rows and a small overscan are mounted; render time then depends on the viewport, not on the data size.",
@@ -178,7 +230,11 @@ CONVERSATIONS: list[tuple[str, str, list[tuple[Any, ...]]]] = [
                 "The React profiler output you shared also shows that every StockRow re-renders when the filter changes because the onReorder callback is recreated on each render of StockTable. Wrap StockRow in React.memo and create the callback with useCallback; together with virtualisation this should bring the update after a filter change from 4 seconds down to roughly 80 milliseconds.",
                 "2024-09-02T10:20:00",
             ),
-            ("user", "Huge improvement. Now the managers want the table to update live when stock changes, without reloading.", "2024-09-16T13:00:00"),
+            (
+                "user",
+                "Huge improvement. Now the managers want the table to update live when stock changes, without reloading.",
+                "2024-09-16T13:00:00",
+            ),
             (
                 "assistant",
                 "For live stock updates, a server-sent events stream is simpler than WebSockets here because the data flows in one direction only. Subscribe once at the top of the dashboard and patch the TanStack Query cache for the affected SKU instead of refetching the whole table, so that a single change re-renders one row.",
@@ -186,7 +242,11 @@ CONVERSATIONS: list[tuple[str, str, list[tuple[Any, ...]]]] = [
                 "Your nginx in front of the API buffers responses by default, which would hold the events back; set proxy_buffering off and proxy_read_timeout 3600s on the /api/stock/stream location, and have the server send a comment line as a heartbeat every 25 seconds so that the corporate proxy at the warehouses, which closes idle connections after 30 seconds, keeps the stream open.",
                 "2024-09-16T13:20:00",
             ),
-            ("user", "Last thing: the bundle is 2.3 MB and the warehouse tablets are old Android devices on slow Wi-Fi.", "2024-10-01T09:00:00"),
+            (
+                "user",
+                "Last thing: the bundle is 2.3 MB and the warehouse tablets are old Android devices on slow Wi-Fi.",
+                "2024-10-01T09:00:00",
+            ),
             (
                 "assistant",
                 "A 2.3 MB bundle on old tablets over slow Wi-Fi means the first load is dominated by download and parse time. Run the bundle analyser first; in dashboards like yours, the usual suspects are a charting library imported whole, moment.js with all its locales, and an icon package imported by name from its root.",
@@ -200,7 +260,11 @@ CONVERSATIONS: list[tuple[str, str, list[tuple[Any, ...]]]] = [
         "firmware",
         "held-out",
         [
-            ("user", "I'm writing firmware for a soil moisture sensor on an STM32L072 with a LoRa radio. Battery life is 3 months but we need 2 years on two AA cells.", "2024-04-15T18:00:00"),
+            (
+                "user",
+                "I'm writing firmware for a soil moisture sensor on an STM32L072 with a LoRa radio. Battery life is 3 months but we need 2 years on two AA cells.",
+                "2024-04-15T18:00:00",
+            ),
             (
                 "assistant",
                 "Going from three months to two years on two AA cells means the average current must drop to roughly 130 microamps. The STM32L072 can sleep in Stop mode at about one microamp, so the budget is dominated by how long the MCU and the radio stay awake. Measure with a current profiler first; I suspect the MCU never reaches Stop mode because the SysTick interrupt keeps waking it.",
@@ -208,7 +272,11 @@ CONVERSATIONS: list[tuple[str, str, list[tuple[Any, ...]]]] = [
                 "Your schematic also shows the capacitive moisture probe powered directly from the 3.3 V rail, so it draws 4 mA all the time. Power it from GPIO PB5 through a P-channel MOSFET, switch it on 20 milliseconds before each measurement and off right after; that change alone saves more than the sleep mode does at your hourly measurement interval.",
                 "2024-04-15T18:20:00",
             ),
-            ("user", "With Stop mode and the switched probe we're at 48 microamps average. The LoRa transmissions now seem to be the biggest part.", "2024-05-06T21:00:00"),
+            (
+                "user",
+                "With Stop mode and the switched probe we're at 48 microamps average. The LoRa transmissions now seem to be the biggest part.",
+                "2024-05-06T21:00:00",
+            ),
             (
                 "assistant",
                 "At 48 microamps average, the transmissions matter most. Use adaptive data rate so that sensors close to the gateway transmit at SF7 instead of SF12: time on air for your 11-byte payload drops from about 1.3 seconds to 50 milliseconds, and the energy per message falls by a similar factor.",
@@ -216,7 +284,11 @@ CONVERSATIONS: list[tuple[str, str, list[tuple[Any, ...]]]] = [
                 "Also stop sending confirmed uplinks every hour: the acknowledgement window keeps the radio in receive mode for two slots, and when the downlink is lost the stack retransmits up to eight times. Send unconfirmed messages and request a confirmation only once a day with the battery voltage, and pack the payload as 4 bytes instead of the 11-byte JSON-like string you send today.",
                 "2024-05-06T21:20:00",
             ),
-            ("user", "Field test update: in winter some sensors reset randomly when temperatures drop below minus 10 degrees.", "2024-12-10T08:00:00"),
+            (
+                "user",
+                "Field test update: in winter some sensors reset randomly when temperatures drop below minus 10 degrees.",
+                "2024-12-10T08:00:00",
+            ),
             (
                 "assistant",
                 "Random resets below minus ten degrees point at the supply, not the firmware. Alkaline AA cells lose much of their capacity and their internal resistance rises sharply in the cold, so the voltage sags when the radio transmits, and the brown-out reset triggers. Check the reset cause register at start-up and log it, so that you can tell brown-out resets from watchdog resets in the field data.",
@@ -237,8 +309,16 @@ QUESTIONS: dict[str, list[tuple[str, list[int], str]]] = {
         ("What caused test_refund_rounding to fail intermittently?", [4], "head"),
         ("Why did the refund test never fail on my laptop?", [4], "tail"),
         ("Which table stores processed webhook event ids and how long are they kept?", [6], "tail"),
-        ("What versions of Python, SQLAlchemy and PostgreSQL does the billing service use?", [1], "user"),
-        ("How long may a Stripe webhook's timestamp be old, and what did security require?", [5, 6], "multi-hop"),
+        (
+            "What versions of Python, SQLAlchemy and PostgreSQL does the billing service use?",
+            [1],
+            "user",
+        ),
+        (
+            "How long may a Stripe webhook's timestamp be old, and what did security require?",
+            [5, 6],
+            "multi-hop",
+        ),
     ],
     "rust-cli": [
         ("How long did logsift take on the 6 GB file before any optimisation?", [1], "user"),
@@ -248,7 +328,11 @@ QUESTIONS: dict[str, list[tuple[str, list[int], str]]] = {
         ("Which version number should the release with the --crlf flag get?", [4], "tail"),
         ("How do we detect gzip files in logsift?", [6], "head"),
         ("How big are the batches and the channel for compressed input?", [6], "tail"),
-        ("How fast was the parallel version, and which target builds the Windows binary?", [3, 4], "multi-hop"),
+        (
+            "How fast was the parallel version, and which target builds the Windows binary?",
+            [3, 4],
+            "multi-hop",
+        ),
     ],
     "k8s": [
         ("What memory limit do the recommendation pods have?", [1], "user"),
@@ -257,21 +341,45 @@ QUESTIONS: dict[str, list[tuple[str, list[int], str]]] = {
         ("Which metric should the autoscaler use instead of CPU?", [4], "head"),
         ("What PodDisruptionBudget and scale-down window did we choose?", [4], "tail"),
         ("Why were there 503 errors during each rollout?", [6], "head"),
-        ("Why does the readiness endpoint need to wait, and how big is the model file?", [6], "tail"),
-        ("Which Kubernetes version do we run, and how many replicas at minimum?", [1, 4], "multi-hop"),
+        (
+            "Why does the readiness endpoint need to wait, and how big is the model file?",
+            [6],
+            "tail",
+        ),
+        (
+            "Which Kubernetes version do we run, and how many replicas at minimum?",
+            [1, 4],
+            "multi-hop",
+        ),
     ],
     "pipeline": [
         ("Why did the dbt run go from 50 minutes to 3 hours?", [2], "head"),
-        ("What lookback does the incremental fct_orders model use, and when is the full refresh?", [2], "tail"),
+        (
+            "What lookback does the incremental fct_orders model use, and when is the full refresh?",
+            [2],
+            "tail",
+        ),
         ("How big was the revenue difference with the ERP for June?", [3], "user"),
         ("Which time zone does the ERP book revenue in?", [4], "head"),
         ("Which exchange rate does the ERP use?", [4], "tail"),
         ("What freshness thresholds are set on the returns source?", [6], "head"),
-        ("Who gets paged when the returns file is late, and where does the sensor look?", [6], "tail"),
-        ("How long did the run take after the incremental change, and at what time does it start?", [3, 5], "multi-hop"),
+        (
+            "Who gets paged when the returns file is late, and where does the sensor look?",
+            [6],
+            "tail",
+        ),
+        (
+            "How long did the run take after the incremental change, and at what time does it start?",
+            [3, 5],
+            "multi-hop",
+        ),
     ],
     "react-app": [
-        ("How many rows does the stock table have, and how long did a filter change take?", [1], "user"),
+        (
+            "How many rows does the stock table have, and how long did a filter change take?",
+            [1],
+            "user",
+        ),
         ("Which library should virtualise the stock table?", [2], "head"),
         ("Why did every stock row re-render on a filter change?", [2], "tail"),
         ("Why use server-sent events rather than WebSockets for live stock?", [4], "head"),
@@ -284,10 +392,18 @@ QUESTIONS: dict[str, list[tuple[str, list[int], str]]] = {
         ("What average current do we need for two years on AA cells?", [2], "head"),
         ("How should the moisture probe be powered?", [2], "tail"),
         ("Which spreading factor should sensors near the gateway use?", [4], "head"),
-        ("How often should the sensor send confirmed uplinks, and how big is the payload?", [4], "tail"),
+        (
+            "How often should the sensor send confirmed uplinks, and how big is the payload?",
+            [4],
+            "tail",
+        ),
         ("Why do sensors reset in the cold?", [6], "head"),
         ("Which batteries and capacitor fix the winter resets?", [6], "tail"),
-        ("What was the average current after the Stop mode fix, and what is the brown-out threshold now?", [3, 6], "multi-hop"),
+        (
+            "What was the average current after the Stop mode fix, and what is the brown-out threshold now?",
+            [3, 6],
+            "multi-hop",
+        ),
     ],
 }
 
@@ -315,9 +431,7 @@ def build() -> dict[str, Any]:
                 _, head, code, tail, date = turn
                 serial += 1
                 text, speaker = _answer(serial, head, code, tail), "assistant"
-            out.append(
-                {"id": f"{cid}-t{i}", "speaker": speaker, "text": text, "timestamp": date}
-            )
+            out.append({"id": f"{cid}-t{i}", "speaker": speaker, "text": text, "timestamp": date})
         qs = [
             {"question": q, "evidence": [f"{cid}-t{n}" for n in ev], "category": cat}
             for q, ev, cat in QUESTIONS[cid]
