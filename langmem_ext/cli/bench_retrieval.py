@@ -179,9 +179,10 @@ def bench_retrieval(
         if w:
             console.print(
                 f"{name}: {w['turns_over_window']} of {w['turns']} turns longer than the "
-                f"embedder's window; {w['tokens_past_window']} of {w['tokens']} tokens "
-                f"({w['tokens_past_window'] / max(1, w['tokens']):.0%}) never reach the vector "
-                f"index; longest turn {w['longest']} tokens"
+                f"offline embedder's 512-token window; {w['tokens_past_window']} of "
+                f"{w['tokens']} tokens ({w['tokens_past_window'] / max(1, w['tokens']):.0%}) "
+                f"lie past it (averaged into the item's one vector with the rest); longest "
+                f"turn {w['longest']} tokens"
             )
     if result.get("tuned_fusion"):
         t = result["tuned_fusion"]

@@ -64,7 +64,11 @@ def load_sets(cfg: RetrievalConfig) -> list[LoadedSet]:
         if cfg.split != "all":
             s.conversations = [c for c in s.conversations if c.split == cfg.split]
         if cfg.conversations:
-            s.conversations = s.conversations[: cfg.conversations]
+            s.conversations = [
+                c
+                for sp in SPLITS
+                for c in [c for c in s.conversations if c.split == sp][: cfg.conversations]
+            ]
         sets.append(s)
     return sets
 

@@ -5,6 +5,7 @@ The shape every set is read into (``langmem-ext bench retrieval --data FILE``)::
     {
       "name": "my-set",                      # optional, default: the file's stem
       "language": "en",                      # optional, informational
+      "scope": "conversation",               # optional: "set" = one store per split
       "conversations": [
         {
           "id": "c1",
@@ -99,6 +100,9 @@ class RetrievalSet(_Strict):
     description: str = ""
     source: str = ""
     license: str = ""
+    # "set": every conversation of a split shares one store (one user's memory
+    # across chats; turn ids unique in the set); "conversation": one store each.
+    scope: Literal["conversation", "set"] = "conversation"
     conversations: list[SetConversation] = Field(min_length=1)
 
 
@@ -222,7 +226,31 @@ def to_loaded(
                 continue
             questions.append(Question(q.question, q.category, frozenset(known), q.answer))
         convs.append(Conv(c.id, split_of(name, c), turns, questions))
+    if data.scope == "set":
+        convs = _pooled(convs)
     return LoadedSet(name, data.language, convs, counts)
+
+
+def _pooled(convs: list[Conv]) -> list[Conv]:
+    """One conversation per split holding every turn and question of it."""
+    out = []
+    for split in SPLITS:
+        part = [c for c in convs if c.split == split]
+        if not part:
+            continue
+        seen: set[str] = set()
+        for c in part:
+            for d in c.turns:
+                if d.key in seen:
+                    raise DataShapeError(
+                        f"conversations[{convs.index(c)}].turns: id {d.key!r} is used in "
+                        "another conversation too (scope 'set' needs ids unique in the set)"
+                    )
+                seen.add(d.key)
+        turns = [d for c in part for d in c.turns]
+        questions = [q for c in part for q in c.questions]
+        out.append(Conv(f"{split} ({len(part)} conversations)", split, turns, questions))
+    return out
 
 
 def _with_context(turns: list[Doc], n: int) -> list[Doc]:

@@ -532,6 +532,7 @@ def build() -> dict[str, Any]:
         "English. Written for this project.",
         "source": "written for langmem-ext",
         "license": "same as the project",
+        "scope": "set",
         "conversations": convs,
     }
 

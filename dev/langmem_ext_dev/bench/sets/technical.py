@@ -445,6 +445,7 @@ def build() -> dict[str, Any]:
         "of a long answer. Written for this project.",
         "source": "written for langmem-ext",
         "license": "same as the project",
+        "scope": "set",
         "conversations": convs,
     }
 
