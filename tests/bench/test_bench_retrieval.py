@@ -200,3 +200,30 @@ def test_fusion_rules_on_the_stores_own_rankings(tiny_file, tmp_path):
     assert len(data["tuned_fusion"]["constants"]) == 4
     bad = CliRunner().invoke(app, [*args[:6], "--tune-fusion", "--split", "held-out"])
     assert bad.exit_code != 0 and "dev split only" in bad.output
+
+
+def test_scope_set_puts_every_conversation_of_a_split_in_one_store(tmp_path):
+    data = json.loads(json.dumps(TINY))
+    data["conversations"][1]["split"] = "dev"
+    data["scope"] = "set"
+    path = tmp_path / "pooled.json"
+    path.write_text(json.dumps(data))
+    [pool] = load_set(path).conversations
+    assert pool.split == "dev" and len(pool.turns) == 5 and len(pool.questions) == 4
+    data["conversations"][1]["turns"][0]["id"] = "a1"  # unique per conversation only
+    path.write_text(json.dumps(data))
+    with pytest.raises(DataShapeError, match=r"conversations\[1\].turns: id 'a1'"):
+        load_set(path)
+
+
+def test_the_written_sets_load_with_every_evidence_id_known():
+    from pathlib import Path
+
+    import langmem_ext_dev.bench.sets as sets
+
+    here = Path(sets.__file__).parent
+    for name in ("technical_long.json", "multilingual_sessions.json"):
+        s = load_set(here / name)
+        assert s.counts["evidence_unknown"] == 0
+        by_split = {c.split: len(c.questions) for c in s.conversations}
+        assert sum(by_split.values()) >= 40 and by_split["held-out"] >= 15
