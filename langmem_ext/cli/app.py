@@ -22,6 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperGroup
 
+from .bench_retrieval import bench_retrieval
 from .dev import dev_module, eval_extraction
 from .extras import needs_extra
 from .ui import ui
@@ -231,6 +232,7 @@ def mcp(
 
 bench_app = typer.Typer(help="Benchmarks you can rerun on your machine.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
+bench_app.command("retrieval")(bench_retrieval)
 
 
 @bench_app.command("locomo")

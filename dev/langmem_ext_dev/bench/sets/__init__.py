@@ -1,0 +1,1 @@
+"""Retrieval sets written for this project (see docs/retrieval-sets.md)."""
