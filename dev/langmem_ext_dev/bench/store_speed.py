@@ -21,6 +21,7 @@ is against exact search, so an approximate index never looks better than it is.
 
 from __future__ import annotations
 
+import itertools
 import json
 import multiprocessing
 import os
@@ -419,9 +420,96 @@ def _modes(store: BaseStore, n_queries: int) -> dict[str, dict[str, float]]:
     return out
 
 
+def _brute_force(
+    docs: np.ndarray, q: np.ndarray, threads: int, pool: Any, k: int = 10
+) -> np.ndarray:
+    """Top ``k`` rows of ``docs @ q``: one BLAS product on one thread, or the
+    rows split in ``threads`` parts scored in a thread pool (BLAS limited to one
+    thread each: the split, not the library, sets the parallelism)."""
+    if threads == 1:
+        sims = docs @ q
+        top = np.argpartition(-sims, k - 1)[:k]
+        return top[np.argsort(-sims[top])]
+    bounds = np.linspace(0, len(docs), threads + 1).astype(int)
+
+    def part(ab: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        a, b = ab
+        sims = docs[a:b] @ q
+        top = np.argpartition(-sims, k - 1)[:k]
+        return a + top, sims[top]
+
+    parts = list(pool.map(part, itertools.pairwise(bounds)))
+    ids = np.concatenate([p[0] for p in parts])
+    sc = np.concatenate([p[1] for p in parts])
+    return ids[np.argsort(-sc)[:k]]
+
+
+def _yardstick_phase(job: dict[str, Any], report: Any) -> dict[str, Any]:
+    """The yardstick every store is divided by: plain numpy brute force (float32,
+    top 10) over the same vectors, in memory, on one thread and on every core,
+    measured on this machine in this run, so ratios travel between machines
+    where milliseconds do not."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    tmp = Path(job["scratch"])
+    report(("phase", "brute force"))
+    docs = np.load(tmp / "docs.npy")[: job["n"]]
+    queries = np.load(tmp / "truth.npz")["queries"].astype(np.float32)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    out: dict[str, Any] = {"brute_threads": cores}
+    with threadpool_limits(limits=1), ThreadPoolExecutor(max(cores or 1, 1)) as pool:
+        for label, threads in (("brute_1t_ms", 1), ("brute_all_ms", cores or 1)):
+            _brute_force(docs, queries[0], threads, pool)  # warm: pages and threads
+            lat = []
+            for q in queries[: min(len(queries), 20)]:
+                t = time.perf_counter()
+                _brute_force(docs, q, threads, pool)
+                lat.append((time.perf_counter() - t) * 1000)
+            out[label] = statistics.median(lat)
+    return out
+
+
+def _spin(stop: Any) -> None:
+    """A CPU-bound neighbour: pure Python arithmetic until told to stop."""
+    x = 0
+    while not stop.is_set():
+        for _ in range(100_000):
+            x += 1
+
+
+@contextmanager
+def neighbours(n: int) -> Iterator[None]:
+    """``n`` CPU-bound processes running beside the block (each keeps one core
+    busy), as other work on a shared machine would."""
+    if n <= 0:
+        yield
+        return
+    ctx = multiprocessing.get_context("spawn")
+    stop = ctx.Event()
+    procs = [ctx.Process(target=_spin, args=(stop,), daemon=True) for _ in range(n)]
+    for p in procs:
+        p.start()
+    try:
+        time.sleep(0.5)  # every neighbour is spinning before the first measure
+        yield
+    finally:
+        stop.set()
+        for p in procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+
+
 def _child(phase: str, job: dict[str, Any], q: Any) -> None:
     try:
-        fn = {"vectors": _vectors_phase, "load": _load_phase, "search": _search_phase}[phase]
+        fn = {
+            "vectors": _vectors_phase,
+            "load": _load_phase,
+            "search": _search_phase,
+            "yardstick": _yardstick_phase,
+        }[phase]
         q.put(("result", fn(job, q.put)))
     except BaseException as e:  # reported to the parent, which carries on
         q.put(("error", f"{type(e).__name__}: {e}", traceback.format_exc()))
@@ -465,9 +553,20 @@ def run_store_bench(
     n_queries: int = 50,
     load_budget_s: float = 1200.0,
     progress: Any = None,
+    keep: Path | None = None,
+    n_neighbours: int = 0,
 ) -> list[dict[str, Any]]:
     """Every kind × size × contender, one embedded PostgreSQL server for all
     (started only if a contender needs it); one row each.
+
+    ``keep``: a directory where the vectors and the loaded stores that persist
+    without a server are kept, and reused by a later run with the same kind,
+    size and query count (their load figures are the first run's): a million
+    items load once, then search runs take minutes.
+
+    ``n_neighbours``: after the quiet search, search again (and measure the
+    brute-force yardstick again) with that many CPU-bound processes running
+    beside; those figures go under the row's ``"neighbours"``.
 
     A contender is skipped at a size when its put rate at the previous size
     says loading would take longer than ``load_budget_s`` (the row says so).
@@ -484,7 +583,18 @@ def run_store_bench(
             rate: dict[str, float] = {}
             for n in sizes:
                 for name in contenders:
-                    row = _bench_one(name, kind, n, n_queries, pg, rate, load_budget_s, progress)
+                    row = _bench_one(
+                        name,
+                        kind,
+                        n,
+                        n_queries,
+                        pg,
+                        rate,
+                        load_budget_s,
+                        progress,
+                        keep,
+                        n_neighbours,
+                    )
                     rows.append(row)
     finally:
         if pg is not None:
@@ -501,6 +611,8 @@ def _bench_one(
     rate: dict[str, float],
     load_budget_s: float,
     progress: Any,
+    keep: Path | None = None,
+    n_neighbours: int = 0,
 ) -> dict[str, Any]:
     c = CONTENDERS[name]
     row: dict[str, Any] = {"store": c.name, "key": name, "kind": kind, "n": n}
@@ -519,7 +631,14 @@ def _bench_one(
             f"{rate[name]:,.0f} puts/s measured at the previous size "
             f"(budget {load_budget_s / 60:.0f} min)",
         }
-    scratch = Path(tempfile.mkdtemp(prefix="lmx-bench-"))
+    kept = keep is not None and c.reopen and not c.needs_postgres
+    if kept:
+        assert keep is not None
+        scratch = keep / f"{name}-{kind}-{n}-q{n_queries}"
+        scratch.mkdir(parents=True, exist_ok=True)
+    else:
+        scratch = Path(tempfile.mkdtemp(prefix="lmx-bench-"))
+    loaded = scratch / "loaded.json"
     job = {"contender": name, "kind": kind, "n": n, "queries": n_queries, "scratch": str(scratch)}
     if c.needs_postgres:
         job["dsn"] = pg.fresh_database()
@@ -534,15 +653,32 @@ def _bench_one(
             searched(msg[1])
 
     try:
-        _run_child("vectors", job, on_message)
-        row.update(_run_child("load", job, on_message))
+        if kept and loaded.exists():
+            row.update(json.loads(loaded.read_text()), reused=True)
+        else:
+            _run_child("vectors", job, on_message)
+            row.update(_run_child("load", job, on_message))
+            if kept:
+                loaded.write_text(
+                    json.dumps({k: v for k, v in row.items() if k.endswith(("_s", "_mb"))})
+                )
         rate[name] = row["put_per_s"]
+        row["loadavg_before_search"] = os.getloadavg()[0]
         if c.reopen:
             row.update(_run_child("search", job, on_message))
+        row.update(_run_child("yardstick", job, on_message))
+        if n_neighbours and c.reopen:
+            with neighbours(n_neighbours):
+                busy = _run_child("search", job, on_message)
+                busy.update(_run_child("yardstick", job, on_message))
+                busy["count"] = n_neighbours
+                busy["loadavg_1m"] = os.getloadavg()[0]
+            row["neighbours"] = busy
     except Exception as e:
         row["unavailable"] = str(e).splitlines()[0][:300]
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        if not kept:
+            shutil.rmtree(scratch, ignore_errors=True)
         if c.needs_postgres:
             from ..postgres import drop_database
 
