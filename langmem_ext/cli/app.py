@@ -527,6 +527,10 @@ def bench_store(
             "them in later runs of the same kind, size and query count."
         ),
     ] = None,
+    large: Annotated[
+        bool,
+        typer.Option(help="Allow sizes above two million items (hours of loading, tens of GB)."),
+    ] = False,
     neighbours: Annotated[
         int,
         typer.Option(
@@ -560,6 +564,14 @@ def bench_store(
         raise typer.BadParameter(f"--sizes must be integers: {e}") from e
     if neighbours < 0:
         raise typer.BadParameter("--neighbours must be 0 or more")
+    if max(ns, default=0) > speed.LARGE and not large:
+        raise typer.BadParameter(
+            f"sizes above {speed.LARGE:,} items take hours and tens of GB: add --large to run them"
+        )
+    try:
+        speed.check_disk(ns, names, keep or Path(tempfile.gettempdir()), keep is not None)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from e
     report(ns, names, kind_list, queries, out, load_budget * 60, Console(), keep, neighbours)
 
 

@@ -149,7 +149,7 @@ class ScopeScores:
         else:
             # Float32 from here: a million rows cost half the memory traffic,
             # and FP_SLACK covers float32 rounding of numbers below 1.
-            mid = int8_dots(seg.codes[a:b], qcode).astype(np.float32)
+            mid = int8_dots(seg.codes[a:b], qcode)  # float32, in place from here
             mid *= seg.scale[a:b]
             mid *= np.float32(qscale)
             radius = seg.err[a:b] * np.float32(1.0 + qerr)

@@ -327,3 +327,53 @@ def _resident_file_mb():
     except OSError:
         return None
     return None
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_chunked_scan_gives_the_exact_integer_dots(monkeypatch, threads):
+    from langmem_ext.stores import _segment
+    from langmem_ext.stores.threads import set_threads
+
+    monkeypatch.setattr(_segment, "_PARALLEL_ROWS", 10)
+    monkeypatch.setattr(_segment, "_CHUNK_ROWS", 7)
+    rng = np.random.default_rng(threads)
+    codes = rng.integers(-127, 128, (1001, 384), dtype=np.int8)
+    q = rng.integers(-127, 128, 384, dtype=np.int8)
+    set_threads(threads)
+    try:
+        got = _segment.int8_dots(codes, q)
+    finally:
+        set_threads(None)
+    assert got.dtype == np.float32
+    assert np.array_equal(got.astype(np.int64), codes.astype(np.int64) @ q.astype(np.int64))
+
+
+def test_parallel_scan_returns_the_brute_force_top_k_with_ties_and_filters(
+    tmp_path, small, monkeypatch
+):
+    """The scan cut in chunks over threads, many segments, items sharing
+    identical vectors (ties), filters and offsets: every page is the numpy
+    brute-force page."""
+    from langmem_ext.stores import _segment
+    from langmem_ext.stores.threads import set_threads
+
+    monkeypatch.setattr(_segment, "_PARALLEL_ROWS", 16)
+    monkeypatch.setattr(_segment, "_CHUNK_ROWS", 5)
+    monkeypatch.setattr(_exec, "TIER_FIRST", 16)
+    monkeypatch.setattr(_exec, "TIER_ROWS", 64)
+    rng = np.random.default_rng(7)
+    table, state = Table(), {}
+    store = _store(tmp_path / "p.db", table)
+    _random_writes(store, state, rng, 200)
+    # Ties: the same text under several keys and namespaces.
+    twins = [PutOp(("u", f"n{i % 4}"), f"twin{i}", {"t": "az doc 5", "b": i % 4}) for i in range(12)]
+    store.batch(twins)
+    state.update({(op.namespace, op.key): op.value for op in twins})
+    set_threads(2)
+    try:
+        _check(store, state, table, rng, n_queries=8)
+        _random_writes(store, state, rng, 90, start=5000)
+        _check(store, state, table, rng, n_queries=4)
+    finally:
+        set_threads(None)
+        store.close()

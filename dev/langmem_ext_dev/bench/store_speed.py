@@ -43,7 +43,7 @@ from langgraph.store.base import BaseStore, PutOp
 
 from .store_data import DIMS, make_vectors
 
-__all__ = ["CONTENDERS", "Contender", "run_store_bench"]
+__all__ = ["CONTENDERS", "LARGE", "Contender", "disk_needed", "run_store_bench"]
 
 NAMESPACES = 10
 CASES = ("whole", "namespace_10pct", "filter", "leaf")
@@ -543,6 +543,67 @@ def _run_child(
             p.kill()
 
 
+# -- disk --------------------------------------------------------------------------
+
+#: Sizes above this many items run only when asked for explicitly (``large``):
+#: a load takes hours and tens of gigabytes.
+LARGE = 2_000_000
+
+# Bytes on disk per item, measured at a million 384-dimension items and
+# rounded up: the database, its indexes or vector segments, and the headroom
+# a segment merge or an index build needs while both copies exist.
+_BYTES_PER_ITEM = {
+    "sqlite": 7_000,
+    "postgres": 6_000,
+    "postgres-hnsw": 7_000,
+    "lg-sqlite": 6_000,
+    "lg-postgres": 7_000,
+    "lg-postgres-exact": 5_000,
+    "lg-inmemory": 0,
+}
+_DEFAULT_BYTES_PER_ITEM = 8_000
+
+
+def disk_needed(n: int, contender: str) -> int:
+    """Bytes of disk one contender's run at ``n`` items needs: the saved
+    vectors (float32 documents) and the store itself.
+
+    Examples:
+        >>> round(disk_needed(1_000_000, "sqlite") / 1e9, 1)
+        8.5
+    """
+    docs = (n + 1) * DIMS * 4
+    return docs + n * _BYTES_PER_ITEM.get(contender, _DEFAULT_BYTES_PER_ITEM)
+
+
+def check_disk(sizes: list[int], contenders: list[str], where: Path, keep: bool = False) -> None:
+    """Refuse, before anything starts, a run the disk at ``where`` cannot hold.
+
+    Runs go one after another and each removes its files, so the largest one
+    must fit; with ``keep`` (files kept for later runs) all of them must.
+
+    Raises:
+        ConfigurationError: not enough free space; the message names the
+            space needed and the space free.
+    """
+    from langmem_ext.errors import ConfigurationError
+
+    needs = [disk_needed(n, c) for n in sizes for c in contenders]
+    if not needs:
+        return
+    need = sum(needs) if keep else max(needs)
+    probe = where
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free
+    if need > free:
+        raise ConfigurationError(
+            f"the benchmark needs about {need / 1e9:,.1f} GB of disk at {probe} and "
+            f"{free / 1e9:,.1f} GB is free; run smaller --sizes, fewer --stores, or "
+            "set TMPDIR (or --keep) to a disk with more room"
+        )
+
+
 # -- the run -------------------------------------------------------------------------
 
 
@@ -572,6 +633,7 @@ def run_store_bench(
     says loading would take longer than ``load_budget_s`` (the row says so).
     ``progress(description, total)`` returns an ``advance(k)`` callable.
     """
+    check_disk(sizes, contenders, keep or Path(tempfile.gettempdir()), keep is not None)
     pg = None
     if any(CONTENDERS[name].needs_postgres for name in contenders):
         from langmem_ext_dev.postgres import start_embedded_postgres
