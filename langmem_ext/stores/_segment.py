@@ -78,7 +78,7 @@ def _scan_pool() -> ThreadPoolExecutor:
     with _pool_lock:
         if _pool is None:
             _pool = ThreadPoolExecutor(max(2, 4 * available_cores()), "lmx-scan")
-        return _pool  # type: ignore[no-any-return]
+        return _pool
 
 
 def int8_dots(codes: np.ndarray, qcode: np.ndarray) -> np.ndarray:

@@ -366,7 +366,9 @@ def test_parallel_scan_returns_the_brute_force_top_k_with_ties_and_filters(
     store = _store(tmp_path / "p.db", table)
     _random_writes(store, state, rng, 200)
     # Ties: the same text under several keys and namespaces.
-    twins = [PutOp(("u", f"n{i % 4}"), f"twin{i}", {"t": "az doc 5", "b": i % 4}) for i in range(12)]
+    twins = [
+        PutOp(("u", f"n{i % 4}"), f"twin{i}", {"t": "az doc 5", "b": i % 4}) for i in range(12)
+    ]
     store.batch(twins)
     state.update({(op.namespace, op.key): op.value for op in twins})
     set_threads(2)
