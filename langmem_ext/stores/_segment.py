@@ -411,6 +411,9 @@ class Segment:
 
 
 _PREAD = hasattr(os, "preadv")
+#: Scattered reads of more runs than this are spread over _READ_THREADS threads.
+_PARALLEL_READS = 64
+_READ_THREADS = 4
 
 
 class FileRows:
@@ -494,8 +497,20 @@ class FileRows:
         out = np.empty((len(rows), self.shape[1]), dtype=self.dtype)
         # One read per run of adjacent rows: a merge reads a part in a few.
         breaks = np.flatnonzero(np.diff(rows) != 1) + 1
-        for s, e in zip([0, *breaks.tolist()], [*breaks.tolist(), len(rows)], strict=True):
-            self._read(int(rows[s]), int(rows[e - 1]) + 1, out[s:e])
+        runs = list(zip([0, *breaks.tolist()], [*breaks.tolist(), len(rows)], strict=True))
+
+        def read(group: list[tuple[int, int]]) -> None:
+            for s, e in group:
+                self._read(int(rows[s]), int(rows[e - 1]) + 1, out[s:e])
+
+        if len(runs) < _PARALLEL_READS:
+            read(runs)
+        else:
+            # Hundreds of scattered rows (an exact re-rank at a million
+            # items): the reads are system calls that wait on the page cache
+            # and the scheduler, so a few threads overlap them.
+            k = _READ_THREADS
+            list(_scan_pool().map(read, [runs[i::k] for i in range(k)]))
         return out if np.array_equal(rows, pos) else out[back]
 
 

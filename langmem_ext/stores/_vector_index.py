@@ -177,20 +177,28 @@ class ScopeScores:
         self._radius.append(radius)
 
     def finish(self) -> ScopeScores:
-        def cat(xs: list[np.ndarray], dtype: Any) -> np.ndarray:
-            if not xs:
-                return np.empty(0, dtype=dtype)
-            return xs[0] if len(xs) == 1 else np.concatenate(xs)
-
-        self.ids = cat(self._ids, np.int64)
-        self._mid_all = cat(self._mid, np.float32)
-        self._radius_all = cat(self._radius, np.float32)
-        self.upper = self._mid_all + self._radius_all
+        # One array of the total length, filled part by part: at a million
+        # rows over a dozen segments, concatenating the midpoints and radii
+        # and then adding them cost more than the additions.
+        total = self._ends[-1] if self._ends else 0
+        self.ids = _joined(self._ids, total, np.int64)
+        self.upper = np.empty(total, dtype=np.float32)
+        start = 0
+        for mid, radius in zip(self._mid, self._radius, strict=True):
+            np.add(mid, radius, out=self.upper[start : start + len(mid)])
+            start += len(mid)
         return self
 
     @property
     def lower(self) -> np.ndarray:
-        return self._mid_all - self._radius_all
+        """Lower bounds (computed on demand: only hybrid ranking needs them)."""
+        total = self._ends[-1] if self._ends else 0
+        out = np.empty(total, dtype=np.float32)
+        start = 0
+        for mid, radius in zip(self._mid, self._radius, strict=True):
+            np.subtract(mid, radius, out=out[start : start + len(mid)])
+            start += len(mid)
+        return out
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -218,6 +226,17 @@ class ScopeScores:
                 live = ~seg.dead[r:end]
                 out[s] = float(f32_dots(seg.unit[r:end][live], self._q).max())
         return out
+
+
+def _joined(parts: list[np.ndarray], total: int, dtype: Any) -> np.ndarray:
+    if len(parts) == 1:
+        return parts[0]
+    out = np.empty(total, dtype=dtype)
+    start = 0
+    for p in parts:
+        out[start : start + len(p)] = p
+        start += len(p)
+    return out
 
 
 def mask_superseded(segments: list[Segment], newer: list[np.ndarray] | None = None) -> None:
