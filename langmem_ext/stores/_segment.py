@@ -198,6 +198,7 @@ class Segment:
         self.touched = touched
         self.meta = meta or {}
         self.dead = np.zeros(len(ids), dtype=bool)  # per process: superseded rows
+        self.path: Path | None = None  # the file it was mapped from, if any
         self._by_id: np.ndarray | None = None
         self._id_range: tuple[int, int] | None = None
         # Rows are sorted by item within a namespace: repeated ids are adjacent.
@@ -220,6 +221,7 @@ class Segment:
             dict(self.meta),
         )
         twin._by_id, twin._id_range = self._by_id, self._id_range
+        twin.path = self.path
         return twin
 
     @property
@@ -407,7 +409,9 @@ class Segment:
             arrays[name] = np.frombuffer(mm, dtype=dtype, count=count, offset=base + off).reshape(
                 shape
             )
-        return cls(header["keys"], meta=header["meta"], **arrays)
+        seg = cls(header["keys"], meta=header["meta"], **arrays)
+        seg.path = path
+        return seg
 
 
 _PREAD = hasattr(os, "preadv")

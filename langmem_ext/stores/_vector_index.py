@@ -48,6 +48,7 @@ __all__ = [
     "quantize",
 ]
 
+from ._cells import segment_cells
 from ._segment import (
     Segment,
     f32_dots,
@@ -176,6 +177,27 @@ class ScopeScores:
         self._mid.append(mid)
         self._radius.append(radius)
 
+    def add_rows(
+        self, seg: Segment, rows: np.ndarray, qcode: np.ndarray, qscale: float, qerr: float
+    ) -> None:
+        """Like :meth:`add` for chosen rows (ascending) of a segment with one
+        row per item: the rows of the probed cells, in approximate mode."""
+        if not len(rows):
+            return
+        live = rows[~seg.dead[rows]]
+        if not len(live):
+            return
+        mid = int8_dots(seg.codes[live], qcode)
+        mid *= seg.scale[live]
+        mid *= np.float32(qscale)
+        radius = seg.err[live] * np.float32(1.0 + qerr)
+        radius += np.float32(qerr + FP_SLACK)
+        self._parts.append((seg, live, 0))
+        self._ends.append((self._ends[-1] if self._ends else 0) + len(live))
+        self._ids.append(seg.ids[live])
+        self._mid.append(mid)
+        self._radius.append(radius)
+
     def finish(self) -> ScopeScores:
         # One array of the total length, filled part by part: at a million
         # rows over a dozen segments, concatenating the midpoints and radii
@@ -263,6 +285,8 @@ class VectorIndex:
         self.delta = Delta(dims)
         self.generation: int | None = None  # database write counter this index reflects
         self.manifest: Any = None  # which segment files the index was loaded from
+        #: Approximate search (:mod:`._cells` setting), or None: exact.
+        self.cells: dict[str, Any] | None = None
 
     def __len__(self) -> int:
         return sum(s.alive for s in self.segments) + sum(
@@ -317,7 +341,12 @@ class VectorIndex:
         qcodes, qscale, qerr = quantize(q[None, :])
         scores = ScopeScores(q)
         key = key_of(prefix)
+        cells = self.cells
         for seg in [*self.segments, *self.delta.segments()]:
             a, b = seg.row_range(key)
+            if cells is not None and b - a >= cells["min_rows"] and not seg.multi:
+                rows = segment_cells(seg, cells["lists"]).rows(q, cells["probes"], a, b)
+                scores.add_rows(seg, rows, qcodes[0], float(qscale[0]), float(qerr[0]))
+                continue
             scores.add(seg, a, b, qcodes[0], float(qscale[0]), float(qerr[0]))
         return scores.finish()

@@ -379,3 +379,87 @@ def test_parallel_scan_returns_the_brute_force_top_k_with_ties_and_filters(
     finally:
         set_threads(None)
         store.close()
+
+
+# -- approximate mode: coarse cells ---------------------------------------------------
+
+
+def _clustered(n, dims, seed=0, topics=40):
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((topics, dims)).astype(np.float32)
+    x = centres[rng.integers(0, topics, n)] + 0.5 * rng.standard_normal((n, dims)).astype(
+        np.float32
+    )
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_cells_mode_recall_on_a_small_set(tmp_path, monkeypatch):
+    """Approximate mode reads a fraction of the rows and still finds nearly
+    every exact neighbour; more probes, more recall; all probes, exact."""
+    from langmem_ext.stores import _cells
+
+    monkeypatch.setattr(_vectors, "FLUSH", 1000)
+    docs = _clustered(6000, 32)
+    queries = _clustered(30, 32, seed=1)
+    rows = {f"d{i}": docs[i] for i in range(len(docs))}
+    rows.update({f"query {j}": queries[j] for j in range(len(queries))})
+
+    def embed(texts):
+        return [rows[t].tolist() for t in texts]
+
+    index = {"dims": 32, "embed": embed, "fields": ["t"], "cache": False}
+    path = tmp_path / "c.db"
+    with SQLiteStore(path, index=index, search_mode="vector") as store:
+        for a in range(0, len(docs), 500):
+            store.batch([PutOp(("u",), f"k{i}", {"t": f"d{i}"}) for i in range(a, a + 500)])
+    truth = np.argsort(-(queries @ docs.T), axis=1)[:, :10]
+    recall = {}
+    for probes in (2, 8, 64):
+        setting = {"kind": "cells", "lists": 64, "probes": probes, "min_rows": 1000}
+        if probes == 2:
+            SQLiteStore.rebuild_vector_index(path, setting)
+        with SQLiteStore(path, index=index, search_mode="vector", vector_index=setting) as s:
+            hits = 0
+            for j in range(len(queries)):
+                got = {r.key for r in s.search(("u",), query=f"query {j}", limit=10)}
+                hits += len(got & {f"k{i}" for i in truth[j]})
+            recall[probes] = hits / (10 * len(queries))
+    assert recall[2] <= recall[8] <= recall[64] == 1.0
+    assert recall[8] >= 0.9
+    seg_dir = _vectors.segment_dir(str(path))
+    assert list(seg_dir.glob("*.cells64.npz")), "cells are saved beside their segment"
+    assert _cells.cells_setting({"kind": "exact"}) is None
+
+
+def test_a_store_opened_with_other_cells_says_how_to_rebuild(tmp_path):
+    from langmem_ext.errors import ConfigurationError
+
+    table = Table()
+    path = tmp_path / "m.db"
+    cells = {"kind": "cells", "lists": 16, "probes": 4, "min_rows": 10}
+    store = SQLiteStore(
+        path, index={"dims": DIMS, "embed": table, "fields": ["t"]}, vector_index=cells
+    )
+    store.batch([PutOp(("u",), f"k{i}", {"t": f"ab doc {i}"}) for i in range(50)])
+    assert store.search(("u",), query="ab doc 1", limit=3)
+    store.close()
+    other = SQLiteStore(
+        path,
+        index={"dims": DIMS, "embed": table, "fields": ["t"]},
+        vector_index={"kind": "cells", "lists": 32},
+    )
+    with pytest.raises(ConfigurationError, match="rebuild_vector_index"):
+        other.search(("u",), query="ab doc 1", limit=3)
+    other.close()
+    # Without a setting, the one the file was built with; after a rebuild, the new one.
+    with SQLiteStore(path, index={"dims": DIMS, "embed": table, "fields": ["t"]}) as s:
+        assert len(s.search(("u",), query="ab doc 1", limit=3)) == 3
+    SQLiteStore.rebuild_vector_index(path, {"kind": "cells", "lists": 32})
+    with SQLiteStore(
+        path,
+        index={"dims": DIMS, "embed": table, "fields": ["t"]},
+        vector_index={"kind": "cells", "lists": 32},
+    ) as s:
+        assert len(s.search(("u",), query="ab doc 1", limit=3)) == 3
+    with pytest.raises(ConfigurationError, match="vector_index"):
+        SQLiteStore(path, vector_index={"kind": "ivf"})

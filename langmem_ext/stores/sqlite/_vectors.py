@@ -312,7 +312,8 @@ def _retire(segdir: Path | None, memory: dict[str, Segment], keep: set[str]) -> 
         return
     now = time.time()
     for p in segdir.iterdir():
-        if p.name in keep:
+        # A segment's cells (approximate mode) live and go with it.
+        if p.name in keep or p.name.split(".cells", 1)[0] in keep:
             continue
         try:
             age = now - p.stat().st_mtime
