@@ -463,3 +463,21 @@ def test_a_store_opened_with_other_cells_says_how_to_rebuild(tmp_path):
         assert len(s.search(("u",), query="ab doc 1", limit=3)) == 3
     with pytest.raises(ConfigurationError, match="vector_index"):
         SQLiteStore(path, vector_index={"kind": "ivf"})
+
+
+def test_closing_leaves_the_recent_vectors_in_a_segment(tmp_path, monkeypatch):
+    """The next open maps a segment instead of reading the log back."""
+    monkeypatch.setattr(_vectors, "CLOSE_FLUSH", 50)
+    table, state = Table(), {}
+    rng = np.random.default_rng(3)
+    store = _store(tmp_path / "c.db", table)
+    _random_writes(store, state, rng, 120)
+    assert int(dict(store._connect().execute("SELECT key, value FROM meta"))["log_size"]) >= 50
+    store.close()
+    conn = sqlite3.connect(tmp_path / "c.db")
+    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    conn.close()
+    assert int(meta["log_size"]) == 0 and json.loads(meta["segments"])
+    reopened = _store(tmp_path / "c.db", table)
+    _check(reopened, state, table, rng, n_queries=3)
+    reopened.close()

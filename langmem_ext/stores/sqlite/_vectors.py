@@ -43,6 +43,8 @@ logger = logging.getLogger("langmem_ext.stores.sqlite")
 
 FLUSH = 8_192
 """Logged items that make the delta a segment."""
+CLOSE_FLUSH = 1_024
+"""Logged items that closing a store turns into a segment."""
 TIER = 4
 """Segments of one size tier merged into one of the next."""
 RETIRE_S = 120.0

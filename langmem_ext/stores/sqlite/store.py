@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -44,6 +45,7 @@ from .schema import migrate, register_functions
 __all__ = ["SQLiteStore"]
 
 T = TypeVar("T")
+logger = logging.getLogger("langmem_ext.stores.sqlite")
 
 
 class SQLiteStore(HybridStore):
@@ -205,7 +207,24 @@ class SQLiteStore(HybridStore):
         """Stop the TTL sweeper and close the connection. The store can be reopened
         by using it again."""
         self.stop_ttl_sweeper()
+        self._flush_on_close()
         self._close_connection()
+
+    def _flush_on_close(self) -> None:
+        """Leave the recent writes' vectors in a segment when there are more
+        than a few: the next process to open the file maps them instead of
+        reading them back from the table and sorting them (at a million
+        items, a log of 8,000 vectors cost ~0.6 s of the first search)."""
+        if self._vectors is None or self._conn is None or self._segdir is None:
+            return
+        try:
+            with self._lock:
+                row = self._conn.execute("SELECT value FROM meta WHERE key = 'log_size'").fetchone()
+                log_size = int(row[0]) if row else 0
+                if log_size >= _vectors.CLOSE_FLUSH:
+                    self._maybe_flush(log_size, at=_vectors.CLOSE_FLUSH)
+        except (sqlite3.Error, OSError) as e:  # the writes are in the table either way
+            logger.warning("vector segment not written at close (%s); the log stays", e)
 
     def _close_connection(self) -> None:
         with self._lock:
@@ -476,9 +495,9 @@ class SQLiteStore(HybridStore):
         self._apply_to_cache(before, after, cache, dropped)
         self._maybe_flush(log_size)
 
-    def _maybe_flush(self, log_size: int) -> None:
+    def _maybe_flush(self, log_size: int, at: int | None = None) -> None:
         vix = self._vectors
-        if vix is None or log_size < _vectors.FLUSH:
+        if vix is None or log_size < (at or _vectors.FLUSH):
             return
         with self._txn(immediate=False) as conn:
             self._sync_vectors(conn)
