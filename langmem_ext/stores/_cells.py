@@ -7,7 +7,9 @@ a sample of its rows) and every row's nearest centroid, its *cell*. A search
 then scores only the rows of the ``probes`` cells nearest the query (inside
 its namespace's row range), and re-ranks those exactly: a fraction
 ``probes / lists`` of the scan, at the price of missing neighbours that sit in
-cells not probed. Small segments (below ``min_rows``) are always scanned whole.
+cells not probed. A segment smaller than ``lists`` times 512 rows gets fewer
+cells, probed in the same proportion; a scope of fewer than ``min_rows`` rows
+of a segment is scanned whole.
 
 The cells of a segment file are saved beside it (``<segment>.cells<lists>.npz``),
 built by the first search that needs them, so a process opening the store
@@ -17,7 +19,7 @@ files were built with; a store opened with another says so (see
 
 Examples:
     >>> cells_setting({"kind": "cells", "lists": 64})
-    {'kind': 'cells', 'lists': 64, 'probes': 8, 'min_rows': 50000}
+    {'kind': 'cells', 'lists': 64, 'probes': 8, 'min_rows': 4096}
     >>> cells_setting(None) is None, cells_setting({"kind": "exact"}) is None
     (True, True)
 """
@@ -65,7 +67,7 @@ def cells_setting(option: Any) -> dict[str, Any] | None:
         return None
     lists = option.get("lists", 1024)
     probes = option.get("probes", max(1, lists // 8))
-    min_rows = option.get("min_rows", 50_000)
+    min_rows = option.get("min_rows", 4_096)
     for name, value, top in (("lists", lists, 65_535), ("probes", probes, lists)):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
             raise ConfigurationError(
@@ -106,6 +108,25 @@ def settle(conn: sqlite3.Connection, asked: dict[str, Any] | None, given: bool) 
             "SQLiteStore.rebuild_vector_index(path, vector_index=...)"
         )
     return asked, None
+
+
+#: A segment gets at most one cell per this many rows (and at least 8 cells).
+ROWS_PER_CELL = 512
+
+
+def cells_for(rows: int, setting: dict[str, Any]) -> tuple[int, int]:
+    """The cells of a segment of ``rows`` rows, and how many a search probes:
+    ``lists`` for the large segments, fewer for small ones (a few hundred
+    rows each), probed in the same proportion and never fewer than two.
+
+    Examples:
+        >>> s = {"lists": 1024, "probes": 8}
+        >>> cells_for(1_000_000, s), cells_for(131_072, s), cells_for(8_192, s)
+        ((1024, 8), (256, 2), (16, 2))
+    """
+    lists = min(setting["lists"], max(8, rows // ROWS_PER_CELL))
+    probes = -(-setting["probes"] * lists // setting["lists"])
+    return lists, min(lists, max(2, probes))
 
 
 def kmeans(x: np.ndarray, k: int, iterations: int = 8, seed: int = 0) -> np.ndarray:
