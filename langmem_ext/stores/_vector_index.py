@@ -48,7 +48,7 @@ __all__ = [
     "quantize",
 ]
 
-from ._cells import cells_for, segment_cells
+from ._cells import segment_cells
 from ._segment import (
     Segment,
     f32_dots,
@@ -345,8 +345,7 @@ class VectorIndex:
         for seg in [*self.segments, *self.delta.segments()]:
             a, b = seg.row_range(key)
             if cells is not None and b - a >= cells["min_rows"] and not seg.multi:
-                lists, probes = cells_for(len(seg), cells)
-                rows = segment_cells(seg, lists).rows(q, probes, a, b)
+                rows = segment_cells(seg, cells["lists"]).rows(q, cells["probes"], a, b)
                 scores.add_rows(seg, rows, qcodes[0], float(qscale[0]), float(qerr[0]))
                 continue
             scores.add(seg, a, b, qcodes[0], float(qscale[0]), float(qerr[0]))

@@ -399,7 +399,6 @@ def test_cells_mode_recall_on_a_small_set(tmp_path, monkeypatch):
     from langmem_ext.stores import _cells
 
     monkeypatch.setattr(_vectors, "FLUSH", 1000)
-    monkeypatch.setattr(_cells, "ROWS_PER_CELL", 32)
     docs = _clustered(6000, 32)
     queries = _clustered(30, 32, seed=1)
     rows = {f"d{i}": docs[i] for i in range(len(docs))}

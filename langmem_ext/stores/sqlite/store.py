@@ -81,14 +81,13 @@ class SQLiteStore(HybridStore):
         timeout: seconds to wait for another process's write lock.
         vector_index: ``{"kind": "exact"}`` (the default: every vector search
             exact) or, opt-in, approximate search by coarse cells:
-            ``{"kind": "cells", "lists": 1024, "probes": 8, "min_rows": 4096}``
-            (each segment is split in up to ``lists`` cells, fewer when
-            small; a search reads the ``probes`` cells nearest the query and
-            re-ranks them exactly; a scope under ``min_rows`` rows of a
-            segment is scanned whole). The file records the ``lists`` its
-            cells were built with; opening it with another setting is refused
-            with how to rebuild (:meth:`rebuild_vector_index`). ``probes`` may
-            change at any open.
+            ``{"kind": "cells", "lists": 1024, "probes": 8, "min_rows": 50000}``
+            (each segment of at least ``min_rows`` rows is split in ``lists``
+            cells; a search reads the ``probes`` cells nearest the query and
+            re-ranks them exactly; smaller scopes are scanned whole, exactly).
+            The file records the ``lists`` its cells were built with; opening
+            it with another setting is refused with how to rebuild
+            (:meth:`rebuild_vector_index`). ``probes`` may change at any open.
 
     Examples:
         >>> from langmem_ext import SQLiteStore
