@@ -171,7 +171,7 @@ def test_bench_store_command(tmp_path):
     # The yardstick of the same run, and every median beside its ratio to it.
     for r in rows:
         assert r["brute_1t_ms"] > 0 and r["brute_all_ms"] > 0 and r["brute_threads"] >= 1
-    assert "brute all ms" in result.output and "×)" in result.output
+    assert "×)" in result.output  # medians beside their ratio
     bad = CliRunner().invoke(app, ["bench", "store", "--stores", "nope"])
     assert bad.exit_code != 0 and "unknown stores" in bad.output
 
