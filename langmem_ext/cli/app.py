@@ -522,10 +522,29 @@ def bench_store(
     out: Annotated[Path, typer.Option(help="Directory for store.json/png.")] = Path(
         "bench-results"
     ),
+    keep: Annotated[
+        Path | None,
+        typer.Option(
+            help="Keep the vectors and file-based stores in this directory and reuse "
+            "them in later runs of the same kind, size and query count."
+        ),
+    ] = None,
+    large: Annotated[
+        bool,
+        typer.Option(help="Allow sizes above two million items (hours of loading, tens of GB)."),
+    ] = False,
+    neighbours: Annotated[
+        int,
+        typer.Option(
+            help="Also search with this many CPU-bound processes running beside "
+            "(quiet and busy figures side by side)."
+        ),
+    ] = 0,
 ) -> None:
     """Put throughput, open-to-first-result, memory and query latency (whole
     store, 10 % namespace, filter, small namespace) with recall@10 against exact
-    search, for our stores and LangGraph's, in one run.
+    search, for our stores and LangGraph's, in one run, each median beside its
+    ratio to numpy brute force over the same vectors measured in the same run.
 
     Example: langmem-ext bench store --sizes 1000,10000 --kinds random
     """
@@ -545,7 +564,17 @@ def bench_store(
         ns = [int(x) for x in sizes.split(",") if x.strip()]
     except ValueError as e:
         raise typer.BadParameter(f"--sizes must be integers: {e}") from e
-    report(ns, names, kind_list, queries, out, load_budget * 60, Console())
+    if neighbours < 0:
+        raise typer.BadParameter("--neighbours must be 0 or more")
+    if max(ns, default=0) > speed.LARGE and not large:
+        raise typer.BadParameter(
+            f"sizes above {speed.LARGE:,} items take hours and tens of GB: add --large to run them"
+        )
+    try:
+        speed.check_disk(ns, names, keep or Path(tempfile.gettempdir()), keep is not None)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from e
+    report(ns, names, kind_list, queries, out, load_budget * 60, Console(), keep, neighbours)
 
 
 @bench_app.command("updates")

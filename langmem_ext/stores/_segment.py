@@ -17,14 +17,16 @@ import contextlib
 import json
 import mmap
 import os
+import threading
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import InvalidValueError
-from .threads import threads_for
+from .threads import available_cores, threads_for
 
 __all__ = [
     "FileRows",
@@ -66,18 +68,65 @@ try:  # SIMD int8 dot products; numpy (slower, same numbers) where it is missing
 except ImportError:  # pragma: no cover - simsimd has wheels for every common platform
     _simd = None
 
-_PARALLEL_ROWS = 200_000  # larger scans are bulk work (see .threads)
+_PARALLEL_ROWS = 200_000  # larger scans may use more than one thread (see .threads)
+_CHUNK_ROWS = 65_536  # a unit of a parallel scan: a thread that is late delays one
+_pool: Any = None
+_pool_lock = threading.Lock()
+
+
+def _scan_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max(2, 4 * available_cores()), "lmx-scan")
+        return _pool
 
 
 def int8_dots(codes: np.ndarray, qcode: np.ndarray) -> np.ndarray:
-    """Exact integer dot products of every code row with ``qcode`` (float64)."""
+    """Exact integer dot products of every code row with ``qcode``, as float32
+    (exact: a dot of int8 codes is below 2**24 up to 1,040 dimensions).
+
+    A scan of a large scope is cut into chunks that the threads (bulk work:
+    every core, see :mod:`.threads`) take one at a time: a thread the kernel
+    schedules late, beside other busy processes, delays one chunk, not half
+    the scan. (Measured on two cores under load: fewer threads than cores
+    is slower, as the kernel shares the cores per thread.)
+    """
+    out = np.empty(len(codes), dtype=np.float32)
     if len(codes) == 0:
-        return np.empty(0, dtype=np.float64)
-    if _simd is not None:
-        threads = threads_for("bulk" if len(codes) >= _PARALLEL_ROWS else "query")
-        out = _simd.cdist(codes, qcode[None, :], metric="dot", threads=threads)
-        return np.asarray(out, dtype=np.float64).reshape(-1)
-    return codes.astype(np.float32) @ qcode.astype(np.float32)  # pragma: no cover
+        return out
+    if _simd is None:  # pragma: no cover - simsimd has wheels for every common platform
+        out[:] = codes.astype(np.float32) @ qcode.astype(np.float32)
+        return out
+    q = qcode[None, :]
+
+    def part(a: int) -> None:
+        b = min(len(codes), a + _CHUNK_ROWS)
+        _simd.cdist(codes[a:b], q, metric="dot", out=out[a:b].reshape(-1, 1), threads=1)
+
+    threads = threads_for("bulk") if len(codes) >= _PARALLEL_ROWS else threads_for("query")
+    starts = range(0, len(codes), _CHUNK_ROWS)
+    if threads <= 1:
+        for a in starts:
+            part(a)
+        return out
+    it = iter(starts)
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while True:
+            with lock:
+                a = next(it, None)
+            if a is None:
+                return
+            part(a)
+
+    pool = _scan_pool()
+    futures = [pool.submit(worker) for _ in range(threads - 1)]
+    worker()  # the calling thread scans too
+    for f in futures:
+        f.result()
+    return out
 
 
 def f32_dots(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -150,6 +199,7 @@ class Segment:
         self.touched = touched
         self.meta = meta or {}
         self.dead = np.zeros(len(ids), dtype=bool)  # per process: superseded rows
+        self.path: Path | None = None  # the file it was mapped from, if any
         self._by_id: np.ndarray | None = None
         self._id_range: tuple[int, int] | None = None
         # Rows are sorted by item within a namespace: repeated ids are adjacent.
@@ -172,6 +222,7 @@ class Segment:
             dict(self.meta),
         )
         twin._by_id, twin._id_range = self._by_id, self._id_range
+        twin.path = self.path
         return twin
 
     @property
@@ -359,10 +410,15 @@ class Segment:
             arrays[name] = np.frombuffer(mm, dtype=dtype, count=count, offset=base + off).reshape(
                 shape
             )
-        return cls(header["keys"], meta=header["meta"], **arrays)
+        seg = cls(header["keys"], meta=header["meta"], **arrays)
+        seg.path = path
+        return seg
 
 
 _PREAD = hasattr(os, "preadv")
+#: Scattered reads of more runs than this are spread over _READ_THREADS threads.
+_PARALLEL_READS = 64
+_READ_THREADS = 4
 
 
 class FileRows:
@@ -446,8 +502,20 @@ class FileRows:
         out = np.empty((len(rows), self.shape[1]), dtype=self.dtype)
         # One read per run of adjacent rows: a merge reads a part in a few.
         breaks = np.flatnonzero(np.diff(rows) != 1) + 1
-        for s, e in zip([0, *breaks.tolist()], [*breaks.tolist(), len(rows)], strict=True):
-            self._read(int(rows[s]), int(rows[e - 1]) + 1, out[s:e])
+        runs = list(zip([0, *breaks.tolist()], [*breaks.tolist(), len(rows)], strict=True))
+
+        def read(group: list[tuple[int, int]]) -> None:
+            for s, e in group:
+                self._read(int(rows[s]), int(rows[e - 1]) + 1, out[s:e])
+
+        if len(runs) < _PARALLEL_READS:
+            read(runs)
+        else:
+            # Hundreds of scattered rows (an exact re-rank at a million
+            # items): the reads are system calls that wait on the page cache
+            # and the scheduler, so a few threads overlap them.
+            k = _READ_THREADS
+            list(_scan_pool().map(read, [runs[i::k] for i in range(k)]))
         return out if np.array_equal(rows, pos) else out[back]
 
 

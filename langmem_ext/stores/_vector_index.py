@@ -48,6 +48,7 @@ __all__ = [
     "quantize",
 ]
 
+from ._cells import segment_cells
 from ._segment import (
     Segment,
     f32_dots,
@@ -149,7 +150,7 @@ class ScopeScores:
         else:
             # Float32 from here: a million rows cost half the memory traffic,
             # and FP_SLACK covers float32 rounding of numbers below 1.
-            mid = int8_dots(seg.codes[a:b], qcode).astype(np.float32)
+            mid = int8_dots(seg.codes[a:b], qcode)  # float32, in place from here
             mid *= seg.scale[a:b]
             mid *= np.float32(qscale)
             radius = seg.err[a:b] * np.float32(1.0 + qerr)
@@ -176,21 +177,50 @@ class ScopeScores:
         self._mid.append(mid)
         self._radius.append(radius)
 
-    def finish(self) -> ScopeScores:
-        def cat(xs: list[np.ndarray], dtype: Any) -> np.ndarray:
-            if not xs:
-                return np.empty(0, dtype=dtype)
-            return xs[0] if len(xs) == 1 else np.concatenate(xs)
+    def add_rows(
+        self, seg: Segment, rows: np.ndarray, qcode: np.ndarray, qscale: float, qerr: float
+    ) -> None:
+        """Like :meth:`add` for chosen rows (ascending) of a segment with one
+        row per item: the rows of the probed cells, in approximate mode."""
+        if not len(rows):
+            return
+        live = rows[~seg.dead[rows]]
+        if not len(live):
+            return
+        mid = int8_dots(seg.codes[live], qcode)
+        mid *= seg.scale[live]
+        mid *= np.float32(qscale)
+        radius = seg.err[live] * np.float32(1.0 + qerr)
+        radius += np.float32(qerr + FP_SLACK)
+        self._parts.append((seg, live, 0))
+        self._ends.append((self._ends[-1] if self._ends else 0) + len(live))
+        self._ids.append(seg.ids[live])
+        self._mid.append(mid)
+        self._radius.append(radius)
 
-        self.ids = cat(self._ids, np.int64)
-        self._mid_all = cat(self._mid, np.float32)
-        self._radius_all = cat(self._radius, np.float32)
-        self.upper = self._mid_all + self._radius_all
+    def finish(self) -> ScopeScores:
+        # One array of the total length, filled part by part: at a million
+        # rows over a dozen segments, concatenating the midpoints and radii
+        # and then adding them cost more than the additions.
+        total = self._ends[-1] if self._ends else 0
+        self.ids = _joined(self._ids, total, np.int64)
+        self.upper = np.empty(total, dtype=np.float32)
+        start = 0
+        for mid, radius in zip(self._mid, self._radius, strict=True):
+            np.add(mid, radius, out=self.upper[start : start + len(mid)])
+            start += len(mid)
         return self
 
     @property
     def lower(self) -> np.ndarray:
-        return self._mid_all - self._radius_all
+        """Lower bounds (computed on demand: only hybrid ranking needs them)."""
+        total = self._ends[-1] if self._ends else 0
+        out = np.empty(total, dtype=np.float32)
+        start = 0
+        for mid, radius in zip(self._mid, self._radius, strict=True):
+            np.subtract(mid, radius, out=out[start : start + len(mid)])
+            start += len(mid)
+        return out
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -220,6 +250,17 @@ class ScopeScores:
         return out
 
 
+def _joined(parts: list[np.ndarray], total: int, dtype: Any) -> np.ndarray:
+    if len(parts) == 1:
+        return parts[0]
+    out = np.empty(total, dtype=dtype)
+    start = 0
+    for p in parts:
+        out[start : start + len(p)] = p
+        start += len(p)
+    return out
+
+
 def mask_superseded(segments: list[Segment], newer: list[np.ndarray] | None = None) -> None:
     """Mark, in each segment (oldest first), the items that a newer segment, or
     the ``newer`` id arrays (the delta), replaced or deleted."""
@@ -244,6 +285,8 @@ class VectorIndex:
         self.delta = Delta(dims)
         self.generation: int | None = None  # database write counter this index reflects
         self.manifest: Any = None  # which segment files the index was loaded from
+        #: Approximate search (:mod:`._cells` setting), or None: exact.
+        self.cells: dict[str, Any] | None = None
 
     def __len__(self) -> int:
         return sum(s.alive for s in self.segments) + sum(
@@ -298,7 +341,12 @@ class VectorIndex:
         qcodes, qscale, qerr = quantize(q[None, :])
         scores = ScopeScores(q)
         key = key_of(prefix)
+        cells = self.cells
         for seg in [*self.segments, *self.delta.segments()]:
             a, b = seg.row_range(key)
+            if cells is not None and b - a >= cells["min_rows"] and not seg.multi:
+                rows = segment_cells(seg, cells["lists"]).rows(q, cells["probes"], a, b)
+                scores.add_rows(seg, rows, qcodes[0], float(qscale[0]), float(qerr[0]))
+                continue
             scores.add(seg, a, b, qcodes[0], float(qscale[0]), float(qerr[0]))
         return scores.finish()

@@ -168,6 +168,10 @@ def test_bench_store_command(tmp_path):
     assert ours["open_to_first_ms"] > 0 and set(ours["modes"]) >= {"solo_keyword", "leaf_hybrid"}
     assert "open_to_first_ms" not in rows[1]  # nothing to reopen in memory
     assert (out / "store.png").stat().st_size > 1000
+    # The yardstick of the same run, and every median beside its ratio to it.
+    for r in rows:
+        assert r["brute_1t_ms"] > 0 and r["brute_all_ms"] > 0 and r["brute_threads"] >= 1
+    assert "×)" in result.output  # medians beside their ratio
     bad = CliRunner().invoke(app, ["bench", "store", "--stores", "nope"])
     assert bad.exit_code != 0 and "unknown stores" in bad.output
 
@@ -399,3 +403,67 @@ def test_the_oracle_moves_only_the_evidence_among_the_candidates_to_the_top():
     oracle.evidence = {"D1:3", "D1:4"}  # D1:4 is not among the 3 candidates
     got = [it.key for it in store.search(("c",), query="tea with Ada", limit=3)]
     assert got[0] == "2" and got[1:] == [k for k in plain if k != "2"]
+
+
+def test_bench_store_with_neighbours_and_kept_files(tmp_path):
+    """--neighbours searches again beside CPU-bound processes (the yardstick
+    re-measured beside them); --keep loads once and reuses the store."""
+    out, keep = tmp_path / "out", tmp_path / "keep"
+    args = ["bench", "store", "--sizes", "300", "--queries", "3", "--kinds", "clustered"]
+    args += ["--stores", "sqlite", "--out", str(out), "--keep", str(keep), "--neighbours", "1"]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "240"})
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads((out / "store.json").read_text())["rows"]
+    busy = row["neighbours"]
+    assert busy["count"] == 1 and busy["brute_all_ms"] > 0
+    assert busy["whole"]["recall_at_10"] == 1.0 and busy["open_to_first_ms"] > 0
+    assert "Beside CPU-bound neighbours" in result.output
+    assert (keep / "sqlite-clustered-300-q3" / "ours.db").exists()
+    again = CliRunner().invoke(app, args[:-2], env={"COLUMNS": "240"})
+    assert again.exit_code == 0, again.output
+    (row2,) = json.loads((out / "store.json").read_text())["rows"]
+    assert row2["reused"] is True and row2["put_per_s"] == row["put_per_s"]
+
+
+def test_neighbours_run_during_the_block_and_stop_after():
+    import multiprocessing
+
+    from langmem_ext_dev.bench.store_speed import neighbours
+
+    before = set(multiprocessing.active_children())
+    with neighbours(2):
+        spinning = [p for p in multiprocessing.active_children() if p not in before]
+        assert len(spinning) == 2 and all(p.is_alive() for p in spinning)
+    assert not any(p.is_alive() for p in spinning)
+
+
+def test_brute_force_split_over_threads_is_the_one_thread_answer():
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+    from langmem_ext_dev.bench.store_speed import _brute_force
+
+    rng = np.random.default_rng(0)
+    docs = rng.standard_normal((5003, 16)).astype(np.float32)
+    with ThreadPoolExecutor(3) as pool:
+        for q in docs[:5]:
+            one = _brute_force(docs, q, 1, pool)
+            assert one.tolist() == _brute_force(docs, q, 3, pool).tolist()
+            assert one.tolist() == np.argsort(-(docs @ q))[:10].tolist()
+
+
+def test_bench_store_refuses_what_the_disk_cannot_hold(tmp_path):
+    from langmem_ext_dev.bench import store_speed
+
+    from langmem_ext.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match=r"needs about [\d,.]+ GB of disk .* GB is free"):
+        store_speed.check_disk([10**12], ["sqlite"], tmp_path)
+    store_speed.check_disk([1000], ["sqlite", "postgres"], tmp_path)  # fits
+    # Refused before anything starts: no scratch directory, no server.
+    big = ["--sizes", str(10**12), "--large", "--stores", "sqlite,postgres"]
+    result = CliRunner().invoke(app, ["bench", "store", *big, "--keep", str(tmp_path / "k")])
+    assert result.exit_code != 0 and "GB of disk" in result.output
+    assert not (tmp_path / "k").exists()
+    result = CliRunner().invoke(app, ["bench", "store", "--sizes", "10000000"])
+    assert result.exit_code != 0 and "--large" in result.output

@@ -12,6 +12,7 @@ import threading
 import time
 from typing import Any
 
+import numpy as np
 import psycopg
 import pytest
 from langgraph.store.base import GetOp, PutOp, SearchOp
@@ -472,3 +473,107 @@ def test_async_store_drops_a_tenant(dsn):
 
     found, items = asyncio.run(main())
     assert found == [] and items.startswith("lmx_")
+
+
+# -- partition pruning: a scoped read names its tenant --------------------------------
+
+
+def _relations(plan: Any) -> set[str]:
+    """Every table an EXPLAIN (FORMAT JSON) plan reads."""
+    found: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if "Relation Name" in node:
+                found.add(node["Relation Name"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(plan)
+    return found
+
+
+def _explained(dsn: str, sql: str, params: Any) -> set[str]:
+    from pgvector.psycopg import register_vector
+
+    with psycopg.connect(dsn) as conn:
+        register_vector(conn)
+        conn.execute("SET plan_cache_mode = force_custom_plan")
+        plan = conn.execute(f"EXPLAIN (FORMAT JSON) {sql}", params).fetchone()[0]
+    return {r for r in _relations(plan) if r.startswith(("lmx_items_", "lmx_vectors_"))}
+
+
+def _first_exec(store: Any, op: SearchOp, mode: str) -> Any:
+    from langmem_ext.stores.postgres import _sql
+
+    qvecs = {op.query: np.asarray(embed([op.query])[0], dtype=np.float32)} if op.query else {}
+    steps = store._search_steps(op, mode, qvecs, _sql.live_clause(True), ("TRUE", []))
+    return next(steps)
+
+
+class _Unpruned:
+    """The store as before pruning: its scopes name no tenant."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def _scope_tenant(self, prefix: str) -> None:
+        return None
+
+    def _search_steps(self, *args: Any) -> Any:
+        return type(self._store)._search_steps(self, *args)  # type: ignore[arg-type]
+
+
+def test_a_scoped_search_reads_only_its_tenants_partition(dsn):
+    """EXPLAIN of the statements a scoped search runs: before, every tenant's
+    partitions (the scope named only the namespace); now only the tenant's."""
+    import hashlib
+
+    from langmem_ext.stores.postgres import _sql
+
+    def tables(t: str) -> set[str]:
+        h = hashlib.md5(t.encode()).hexdigest()
+        return {f"lmx_items_{h}", f"lmx_vectors_{h}"}
+
+    with PostgresStore.from_conn_string(
+        dsn, index=INDEX, partition_by_tenant=True, tenant_key=FIRST
+    ) as store:
+        store.setup()
+        for t in ("acme", "globex", "initech"):
+            store.batch([PutOp((t, "u"), f"k{i}", {"text": f"{t} tea {i}"}) for i in range(5)])
+        every = set().union(*(tables(t) for t in ("acme", "globex", "initech")))
+        for query, mode in (("tea", "hybrid"), ("tea", "keyword"), (None, "hybrid")):
+            op = SearchOp(("acme",), query=query, limit=3)
+            ex = _first_exec(store, op, mode)
+            read = _explained(dsn, ex.sql, ex.params)
+            assert read and read <= tables("acme"), (query, mode, read)
+            # Before: the scope named only the namespace, and the plan read
+            # every tenant's partitions.
+            before = _first_exec(_Unpruned(store), op, mode)
+            others = _explained(dsn, before.sql, before.params) - tables("acme")
+            assert {t[-32:] for t in others} == {t[-32:] for t in every - tables("acme")}
+        # The vector paths' statements name the tenant too.
+        qvec = np.asarray(embed(["tea"])[0], dtype=np.float32)
+        q = _sql.VectorQuery("acme", ("TRUE", []), _sql.live_clause(True), qvec, DIMS, "cosine")
+        assert _explained(dsn, *_sql.hnsw_query(q._replace(tenant="acme"), 10, 3)) <= tables("acme")
+        assert _explained(dsn, *_sql.hnsw_query(q, 10, 3)) == every
+        # And the answers are the same.
+        got = store.search(("acme",), query="tea", limit=10)
+        assert {r.key for r in got} == {f"k{i}" for i in range(5)}
+        assert {r.namespace for r in got} == {("acme", "u")}
+        assert {r.key for r in store.search(("acme", "u"), limit=10)} == {f"k{i}" for i in range(5)}
+
+
+def test_scope_tenant_names_one_tenant_or_none():
+    first, engine = TenantKey.of(FIRST), TenantKey.of(None)
+    assert first.scope_tenant("acme.u") == "acme"
+    assert first.scope_tenant("") is None
+    assert engine.scope_tenant(encode_namespace(("tenant", "acme", "user"))) == "acme"
+    assert engine.scope_tenant(encode_namespace(("tenant",))) is None
+    assert engine.scope_tenant(encode_namespace(("user", "ada"))) == "default"

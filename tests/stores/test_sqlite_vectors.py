@@ -326,3 +326,157 @@ def _resident_file_mb():
     except OSError:
         return None
     return None
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_chunked_scan_gives_the_exact_integer_dots(monkeypatch, threads):
+    from langmem_ext.stores import _segment
+    from langmem_ext.stores.threads import set_threads
+
+    monkeypatch.setattr(_segment, "_PARALLEL_ROWS", 10)
+    monkeypatch.setattr(_segment, "_CHUNK_ROWS", 7)
+    rng = np.random.default_rng(threads)
+    codes = rng.integers(-127, 128, (1001, 384), dtype=np.int8)
+    q = rng.integers(-127, 128, 384, dtype=np.int8)
+    set_threads(threads)
+    try:
+        got = _segment.int8_dots(codes, q)
+    finally:
+        set_threads(None)
+    assert got.dtype == np.float32
+    assert np.array_equal(got.astype(np.int64), codes.astype(np.int64) @ q.astype(np.int64))
+
+
+def test_parallel_scan_returns_the_brute_force_top_k_with_ties_and_filters(
+    tmp_path, small, monkeypatch
+):
+    """The scan cut in chunks over threads, many segments, items sharing
+    identical vectors (ties), filters and offsets: every page is the numpy
+    brute-force page."""
+    from langmem_ext.stores import _segment
+    from langmem_ext.stores.threads import set_threads
+
+    monkeypatch.setattr(_segment, "_PARALLEL_ROWS", 16)
+    monkeypatch.setattr(_segment, "_CHUNK_ROWS", 5)
+    monkeypatch.setattr(_exec, "TIER_FIRST", 16)
+    monkeypatch.setattr(_exec, "TIER_ROWS", 64)
+    rng = np.random.default_rng(7)
+    table, state = Table(), {}
+    store = _store(tmp_path / "p.db", table)
+    _random_writes(store, state, rng, 200)
+    # Ties: the same text under several keys and namespaces.
+    twins = [
+        PutOp(("u", f"n{i % 4}"), f"twin{i}", {"t": "az doc 5", "b": i % 4}) for i in range(12)
+    ]
+    store.batch(twins)
+    state.update({(op.namespace, op.key): op.value for op in twins})
+    set_threads(2)
+    try:
+        _check(store, state, table, rng, n_queries=8)
+        _random_writes(store, state, rng, 90, start=5000)
+        _check(store, state, table, rng, n_queries=4)
+    finally:
+        set_threads(None)
+        store.close()
+
+
+# -- approximate mode: coarse cells ---------------------------------------------------
+
+
+def _clustered(n, dims, seed=0, topics=40):
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((topics, dims)).astype(np.float32)
+    x = centres[rng.integers(0, topics, n)] + 0.5 * rng.standard_normal((n, dims)).astype(
+        np.float32
+    )
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_cells_mode_recall_on_a_small_set(tmp_path, monkeypatch):
+    """Approximate mode reads a fraction of the rows and still finds nearly
+    every exact neighbour; more probes, more recall; all probes, exact."""
+    from langmem_ext.stores import _cells
+
+    monkeypatch.setattr(_vectors, "FLUSH", 1000)
+    docs = _clustered(6000, 32)
+    queries = _clustered(30, 32, seed=1)
+    rows = {f"d{i}": docs[i] for i in range(len(docs))}
+    rows.update({f"query {j}": queries[j] for j in range(len(queries))})
+
+    def embed(texts):
+        return [rows[t].tolist() for t in texts]
+
+    index = {"dims": 32, "embed": embed, "fields": ["t"], "cache": False}
+    path = tmp_path / "c.db"
+    with SQLiteStore(path, index=index, search_mode="vector") as store:
+        for a in range(0, len(docs), 500):
+            store.batch([PutOp(("u",), f"k{i}", {"t": f"d{i}"}) for i in range(a, a + 500)])
+    truth = np.argsort(-(queries @ docs.T), axis=1)[:, :10]
+    recall = {}
+    for probes in (2, 8, 64):
+        setting = {"kind": "cells", "lists": 64, "probes": probes, "min_rows": 1000}
+        if probes == 2:
+            SQLiteStore.rebuild_vector_index(path, setting)
+        with SQLiteStore(path, index=index, search_mode="vector", vector_index=setting) as s:
+            hits = 0
+            for j in range(len(queries)):
+                got = {r.key for r in s.search(("u",), query=f"query {j}", limit=10)}
+                hits += len(got & {f"k{i}" for i in truth[j]})
+            recall[probes] = hits / (10 * len(queries))
+    assert recall[2] <= recall[8] <= recall[64] == 1.0
+    assert recall[8] >= 0.9
+    seg_dir = _vectors.segment_dir(str(path))
+    assert list(seg_dir.glob("*.cells64.npz")), "cells are saved beside their segment"
+    assert _cells.cells_setting({"kind": "exact"}) is None
+
+
+def test_a_store_opened_with_other_cells_says_how_to_rebuild(tmp_path):
+    from langmem_ext.errors import ConfigurationError
+
+    table = Table()
+    path = tmp_path / "m.db"
+    cells = {"kind": "cells", "lists": 16, "probes": 4, "min_rows": 10}
+    store = SQLiteStore(
+        path, index={"dims": DIMS, "embed": table, "fields": ["t"]}, vector_index=cells
+    )
+    store.batch([PutOp(("u",), f"k{i}", {"t": f"ab doc {i}"}) for i in range(50)])
+    assert store.search(("u",), query="ab doc 1", limit=3)
+    store.close()
+    other = SQLiteStore(
+        path,
+        index={"dims": DIMS, "embed": table, "fields": ["t"]},
+        vector_index={"kind": "cells", "lists": 32},
+    )
+    with pytest.raises(ConfigurationError, match="rebuild_vector_index"):
+        other.search(("u",), query="ab doc 1", limit=3)
+    other.close()
+    # Without a setting, the one the file was built with; after a rebuild, the new one.
+    with SQLiteStore(path, index={"dims": DIMS, "embed": table, "fields": ["t"]}) as s:
+        assert len(s.search(("u",), query="ab doc 1", limit=3)) == 3
+    SQLiteStore.rebuild_vector_index(path, {"kind": "cells", "lists": 32})
+    with SQLiteStore(
+        path,
+        index={"dims": DIMS, "embed": table, "fields": ["t"]},
+        vector_index={"kind": "cells", "lists": 32},
+    ) as s:
+        assert len(s.search(("u",), query="ab doc 1", limit=3)) == 3
+    with pytest.raises(ConfigurationError, match="vector_index"):
+        SQLiteStore(path, vector_index={"kind": "ivf"})
+
+
+def test_closing_leaves_the_recent_vectors_in_a_segment(tmp_path, monkeypatch):
+    """The next open maps a segment instead of reading the log back."""
+    monkeypatch.setattr(_vectors, "CLOSE_FLUSH", 50)
+    table, state = Table(), {}
+    rng = np.random.default_rng(3)
+    store = _store(tmp_path / "c.db", table)
+    _random_writes(store, state, rng, 120)
+    assert int(dict(store._connect().execute("SELECT key, value FROM meta"))["log_size"]) >= 50
+    store.close()
+    conn = sqlite3.connect(tmp_path / "c.db")
+    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    conn.close()
+    assert int(meta["log_size"]) == 0 and json.loads(meta["segments"])
+    reopened = _store(tmp_path / "c.db", table)
+    _check(reopened, state, table, rng, n_queries=3)
+    reopened.close()

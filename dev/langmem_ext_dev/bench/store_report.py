@@ -72,9 +72,15 @@ def report(
     out: Path,
     load_budget_s: float = 1200.0,
     console: Any = None,
+    keep: Path | None = None,
+    n_neighbours: int = 0,
 ) -> list[dict[str, Any]]:
     """Run the benchmark with a progress bar, print one table per vector kind,
-    and write ``store.json`` and ``store.png`` into ``out``."""
+    and write ``store.json`` and ``store.png`` into ``out``.
+
+    Every median is printed beside its ratio to the brute-force yardstick of
+    the same run (numpy over the same vectors on every core): ``0.20×`` is
+    five times faster than brute force, on any machine."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
     from rich.table import Table
@@ -94,10 +100,15 @@ def report(
         return lambda k: bar.advance(task, k)
 
     with bar:
-        rows = run_store_bench(sizes, stores, kinds, n_queries, load_budget_s, track)
+        rows = run_store_bench(
+            sizes, stores, kinds, n_queries, load_budget_s, track, keep, n_neighbours
+        )
     for kind in kinds:
-        table = Table(title=f"Store speed, {kind} vectors (ms; R@10 against exact search)")
-        for col in ("store", "items", *_COLUMNS):
+        table = Table(
+            title=f"Store speed, {kind} vectors (median ms and ratio to brute force "
+            "on every core; R@10 against exact search)"
+        )
+        for col in ("store", "items", *_COLUMNS, "brute 1 thr ms", "brute all ms"):
             table.add_column(col, justify="left" if col == "store" else "right")
         for case in CASES:
             for col in ("med", "p95", "R@10"):
@@ -109,9 +120,42 @@ def report(
             cells = [r["store"], f"{r['n']:,}", f"{r['put_per_s']:,.0f}"]
             first = r.get("open_to_first_ms")
             cells += [f"{first:,.0f}" if first is not None else "n/a", f"{r['search_rss_mb']:,.0f}"]
+            cells += [_ms(r.get("brute_1t_ms")), _ms(r.get("brute_all_ms"))]
             for case in CASES:
                 c = r[case]
-                cells += [f"{c['median_ms']:.2f}", f"{c['p95_ms']:.2f}", f"{c['recall_at_10']:.3f}"]
+                cells += [
+                    ratio_cell(c["median_ms"], r.get("brute_all_ms")),
+                    f"{c['p95_ms']:.2f}",
+                    f"{c['recall_at_10']:.3f}",
+                ]
+            table.add_row(*cells)
+        console.print(table)
+    busy = [r for r in rows if "neighbours" in r]
+    if busy:
+        table = Table(
+            title="Beside CPU-bound neighbours: median ms (ratio to brute force measured "
+            "in the same conditions), quiet → with neighbours"
+        )
+        for col in ("store", "kind", "items", "neighbours", "load 1m", "brute all ms"):
+            table.add_column(col, justify="left" if col == "store" else "right")
+        for case in ("open→1st", *CASES):
+            table.add_column(case.split("_")[0], justify="right")
+        for r in busy:
+            b = r["neighbours"]
+            cells = [
+                r["store"],
+                r["kind"],
+                f"{r['n']:,}",
+                str(b["count"]),
+                f"{r.get('loadavg_before_search', float('nan')):.2f} → {b['loadavg_1m']:.2f}",
+                f"{_ms(r.get('brute_all_ms'))} → {_ms(b.get('brute_all_ms'))}",
+                f"{r['open_to_first_ms']:,.0f} → {b['open_to_first_ms']:,.0f}",
+            ]
+            for case in CASES:
+                cells.append(
+                    f"{ratio_cell(r[case]['median_ms'], r.get('brute_all_ms'))} → "
+                    f"{ratio_cell(b[case]['median_ms'], b.get('brute_all_ms'))}"
+                )
             table.add_row(*cells)
         console.print(table)
     modes = [r for r in rows if "modes" in r]
@@ -143,6 +187,22 @@ def report(
     if png:
         console.print(f"wrote {png}")
     return rows
+
+
+def _ms(ms: float | None) -> str:
+    return "n/a" if ms is None else f"{ms:.1f}"
+
+
+def ratio_cell(ms: float, brute_ms: float | None) -> str:
+    """A median with its ratio to the brute-force yardstick.
+
+    Examples:
+        >>> ratio_cell(20.0, 100.0)
+        '20.00 (0.20×)'
+    """
+    if not brute_ms:
+        return f"{ms:.2f}"
+    return f"{ms:.2f} ({ms / brute_ms:.2f}×)"
 
 
 def embedder_throughput(n: int = 200) -> dict[str, float]:

@@ -21,6 +21,7 @@ is against exact search, so an approximate index never looks better than it is.
 
 from __future__ import annotations
 
+import itertools
 import json
 import multiprocessing
 import os
@@ -42,7 +43,7 @@ from langgraph.store.base import BaseStore, PutOp
 
 from .store_data import DIMS, make_vectors
 
-__all__ = ["CONTENDERS", "Contender", "run_store_bench"]
+__all__ = ["CONTENDERS", "LARGE", "Contender", "disk_needed", "run_store_bench"]
 
 NAMESPACES = 10
 CASES = ("whole", "namespace_10pct", "filter", "leaf")
@@ -419,9 +420,96 @@ def _modes(store: BaseStore, n_queries: int) -> dict[str, dict[str, float]]:
     return out
 
 
+def _brute_force(
+    docs: np.ndarray, q: np.ndarray, threads: int, pool: Any, k: int = 10
+) -> np.ndarray:
+    """Top ``k`` rows of ``docs @ q``: one BLAS product on one thread, or the
+    rows split in ``threads`` parts scored in a thread pool (BLAS limited to one
+    thread each: the split, not the library, sets the parallelism)."""
+    if threads == 1:
+        sims = docs @ q
+        top = np.argpartition(-sims, k - 1)[:k]
+        return top[np.argsort(-sims[top])]
+    bounds = np.linspace(0, len(docs), threads + 1).astype(int)
+
+    def part(ab: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        a, b = ab
+        sims = docs[a:b] @ q
+        top = np.argpartition(-sims, k - 1)[:k]
+        return a + top, sims[top]
+
+    parts = list(pool.map(part, itertools.pairwise(bounds)))
+    ids = np.concatenate([p[0] for p in parts])
+    sc = np.concatenate([p[1] for p in parts])
+    return ids[np.argsort(-sc)[:k]]
+
+
+def _yardstick_phase(job: dict[str, Any], report: Any) -> dict[str, Any]:
+    """The yardstick every store is divided by: plain numpy brute force (float32,
+    top 10) over the same vectors, in memory, on one thread and on every core,
+    measured on this machine in this run, so ratios travel between machines
+    where milliseconds do not."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    tmp = Path(job["scratch"])
+    report(("phase", "brute force"))
+    docs = np.load(tmp / "docs.npy")[: job["n"]]
+    queries = np.load(tmp / "truth.npz")["queries"].astype(np.float32)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    out: dict[str, Any] = {"brute_threads": cores}
+    with threadpool_limits(limits=1), ThreadPoolExecutor(max(cores or 1, 1)) as pool:
+        for label, threads in (("brute_1t_ms", 1), ("brute_all_ms", cores or 1)):
+            _brute_force(docs, queries[0], threads, pool)  # warm: pages and threads
+            lat = []
+            for q in queries[: min(len(queries), 20)]:
+                t = time.perf_counter()
+                _brute_force(docs, q, threads, pool)
+                lat.append((time.perf_counter() - t) * 1000)
+            out[label] = statistics.median(lat)
+    return out
+
+
+def _spin(stop: Any) -> None:
+    """A CPU-bound neighbour: pure Python arithmetic until told to stop."""
+    x = 0
+    while not stop.is_set():
+        for _ in range(100_000):
+            x += 1
+
+
+@contextmanager
+def neighbours(n: int) -> Iterator[None]:
+    """``n`` CPU-bound processes running beside the block (each keeps one core
+    busy), as other work on a shared machine would."""
+    if n <= 0:
+        yield
+        return
+    ctx = multiprocessing.get_context("spawn")
+    stop = ctx.Event()
+    procs = [ctx.Process(target=_spin, args=(stop,), daemon=True) for _ in range(n)]
+    for p in procs:
+        p.start()
+    try:
+        time.sleep(0.5)  # every neighbour is spinning before the first measure
+        yield
+    finally:
+        stop.set()
+        for p in procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+
+
 def _child(phase: str, job: dict[str, Any], q: Any) -> None:
     try:
-        fn = {"vectors": _vectors_phase, "load": _load_phase, "search": _search_phase}[phase]
+        fn = {
+            "vectors": _vectors_phase,
+            "load": _load_phase,
+            "search": _search_phase,
+            "yardstick": _yardstick_phase,
+        }[phase]
         q.put(("result", fn(job, q.put)))
     except BaseException as e:  # reported to the parent, which carries on
         q.put(("error", f"{type(e).__name__}: {e}", traceback.format_exc()))
@@ -455,6 +543,67 @@ def _run_child(
             p.kill()
 
 
+# -- disk --------------------------------------------------------------------------
+
+#: Sizes above this many items run only when asked for explicitly (``large``):
+#: a load takes hours and tens of gigabytes.
+LARGE = 2_000_000
+
+# Bytes on disk per item, measured at a million 384-dimension items and
+# rounded up: the database, its indexes or vector segments, and the headroom
+# a segment merge or an index build needs while both copies exist.
+_BYTES_PER_ITEM = {
+    "sqlite": 7_000,
+    "postgres": 6_000,
+    "postgres-hnsw": 7_000,
+    "lg-sqlite": 6_000,
+    "lg-postgres": 7_000,
+    "lg-postgres-exact": 5_000,
+    "lg-inmemory": 0,
+}
+_DEFAULT_BYTES_PER_ITEM = 8_000
+
+
+def disk_needed(n: int, contender: str) -> int:
+    """Bytes of disk one contender's run at ``n`` items needs: the saved
+    vectors (float32 documents) and the store itself.
+
+    Examples:
+        >>> round(disk_needed(1_000_000, "sqlite") / 1e9, 1)
+        8.5
+    """
+    docs = (n + 1) * DIMS * 4
+    return docs + n * _BYTES_PER_ITEM.get(contender, _DEFAULT_BYTES_PER_ITEM)
+
+
+def check_disk(sizes: list[int], contenders: list[str], where: Path, keep: bool = False) -> None:
+    """Refuse, before anything starts, a run the disk at ``where`` cannot hold.
+
+    Runs go one after another and each removes its files, so the largest one
+    must fit; with ``keep`` (files kept for later runs) all of them must.
+
+    Raises:
+        ConfigurationError: not enough free space; the message names the
+            space needed and the space free.
+    """
+    from langmem_ext.errors import ConfigurationError
+
+    needs = [disk_needed(n, c) for n in sizes for c in contenders]
+    if not needs:
+        return
+    need = sum(needs) if keep else max(needs)
+    probe = where
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free
+    if need > free:
+        raise ConfigurationError(
+            f"the benchmark needs about {need / 1e9:,.1f} GB of disk at {probe} and "
+            f"{free / 1e9:,.1f} GB is free; run smaller --sizes, fewer --stores, or "
+            "set TMPDIR (or --keep) to a disk with more room"
+        )
+
+
 # -- the run -------------------------------------------------------------------------
 
 
@@ -465,14 +614,26 @@ def run_store_bench(
     n_queries: int = 50,
     load_budget_s: float = 1200.0,
     progress: Any = None,
+    keep: Path | None = None,
+    n_neighbours: int = 0,
 ) -> list[dict[str, Any]]:
     """Every kind × size × contender, one embedded PostgreSQL server for all
     (started only if a contender needs it); one row each.
+
+    ``keep``: a directory where the vectors and the loaded stores that persist
+    without a server are kept, and reused by a later run with the same kind,
+    size and query count (their load figures are the first run's): a million
+    items load once, then search runs take minutes.
+
+    ``n_neighbours``: after the quiet search, search again (and measure the
+    brute-force yardstick again) with that many CPU-bound processes running
+    beside; those figures go under the row's ``"neighbours"``.
 
     A contender is skipped at a size when its put rate at the previous size
     says loading would take longer than ``load_budget_s`` (the row says so).
     ``progress(description, total)`` returns an ``advance(k)`` callable.
     """
+    check_disk(sizes, contenders, keep or Path(tempfile.gettempdir()), keep is not None)
     pg = None
     if any(CONTENDERS[name].needs_postgres for name in contenders):
         from langmem_ext_dev.postgres import start_embedded_postgres
@@ -484,7 +645,18 @@ def run_store_bench(
             rate: dict[str, float] = {}
             for n in sizes:
                 for name in contenders:
-                    row = _bench_one(name, kind, n, n_queries, pg, rate, load_budget_s, progress)
+                    row = _bench_one(
+                        name,
+                        kind,
+                        n,
+                        n_queries,
+                        pg,
+                        rate,
+                        load_budget_s,
+                        progress,
+                        keep,
+                        n_neighbours,
+                    )
                     rows.append(row)
     finally:
         if pg is not None:
@@ -501,6 +673,8 @@ def _bench_one(
     rate: dict[str, float],
     load_budget_s: float,
     progress: Any,
+    keep: Path | None = None,
+    n_neighbours: int = 0,
 ) -> dict[str, Any]:
     c = CONTENDERS[name]
     row: dict[str, Any] = {"store": c.name, "key": name, "kind": kind, "n": n}
@@ -519,7 +693,14 @@ def _bench_one(
             f"{rate[name]:,.0f} puts/s measured at the previous size "
             f"(budget {load_budget_s / 60:.0f} min)",
         }
-    scratch = Path(tempfile.mkdtemp(prefix="lmx-bench-"))
+    kept = keep is not None and c.reopen and not c.needs_postgres
+    if kept:
+        assert keep is not None
+        scratch = keep / f"{name}-{kind}-{n}-q{n_queries}"
+        scratch.mkdir(parents=True, exist_ok=True)
+    else:
+        scratch = Path(tempfile.mkdtemp(prefix="lmx-bench-"))
+    loaded = scratch / "loaded.json"
     job = {"contender": name, "kind": kind, "n": n, "queries": n_queries, "scratch": str(scratch)}
     if c.needs_postgres:
         job["dsn"] = pg.fresh_database()
@@ -534,15 +715,32 @@ def _bench_one(
             searched(msg[1])
 
     try:
-        _run_child("vectors", job, on_message)
-        row.update(_run_child("load", job, on_message))
+        if kept and loaded.exists():
+            row.update(json.loads(loaded.read_text()), reused=True)
+        else:
+            _run_child("vectors", job, on_message)
+            row.update(_run_child("load", job, on_message))
+            if kept:
+                loaded.write_text(
+                    json.dumps({k: v for k, v in row.items() if k.endswith(("_s", "_mb"))})
+                )
         rate[name] = row["put_per_s"]
+        row["loadavg_before_search"] = os.getloadavg()[0]
         if c.reopen:
             row.update(_run_child("search", job, on_message))
+        row.update(_run_child("yardstick", job, on_message))
+        if n_neighbours and c.reopen:
+            with neighbours(n_neighbours):
+                busy = _run_child("search", job, on_message)
+                busy.update(_run_child("yardstick", job, on_message))
+                busy["count"] = n_neighbours
+                busy["loadavg_1m"] = os.getloadavg()[0]
+            row["neighbours"] = busy
     except Exception as e:
         row["unavailable"] = str(e).splitlines()[0][:300]
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        if not kept:
+            shutil.rmtree(scratch, ignore_errors=True)
         if c.needs_postgres:
             from ..postgres import drop_database
 

@@ -326,7 +326,8 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
         rest = mode == KEYWORD_THEN_REST
         mode = "keyword" if rest else mode
         prefix = encode_namespace(op.namespace_prefix)
-        scope = _sql.scope_clause(prefix)
+        tenant = self._scope_tenant(prefix)
+        scope = _sql.scope_clause(prefix, tenant=tenant)
         if not op.query:
             sql, params = _sql.listing_query(scope, flt, live, op.limit, op.offset)
             return (yield Exec(sql, params, fetch=True, prepare=False))
@@ -335,7 +336,7 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
             # reindex() switched embedders since the query was embedded.
             qvec = self.embeddings.embed_query_array(op.query)
         if mode == "vector" and qvec is not None and self._dims:
-            q = _sql.VectorQuery(prefix, flt, live, qvec, self._dims, self.distance_type)
+            q = _sql.VectorQuery(prefix, flt, live, qvec, self._dims, self.distance_type, tenant)
             page = yield from vector_steps(q, op, self.vector_index, self)
             if page is not None:
                 return page
@@ -344,7 +345,7 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
         sql, params = _sql.search_query(
             mode=mode,
             scope=scope,
-            vscope=_sql.scope_clause(prefix, "v.prefix"),
+            vscope=_sql.scope_clause(prefix, "v.prefix", tenant),
             flt=flt,
             live=live,
             qvec=qvec,
@@ -357,6 +358,7 @@ class PostgresCore(CellWriter, ReplicaReads, TenantPartitions, HybridStore):
             dims=self._dims,
             distance=self.distance_type,
             only_matches=mode == "keyword" and not rest,
+            tenant=tenant,
         )
         return (yield Exec(sql, params, fetch=True, prepare=False))
 

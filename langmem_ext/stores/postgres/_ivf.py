@@ -30,7 +30,7 @@ import numpy as np
 
 from .._ops import HybridSearchOp
 from ._schema import TRAIN_LOCK_KEY, cells_index_sql
-from ._sql import ITEM_COLS, VECTOR_ROWS, VectorQuery, rerank_cte
+from ._sql import ITEM_COLS, VECTOR_ROWS, VectorQuery, rerank_cte, tenant_clause
 from ._steps import Exec, Steps
 
 __all__ = [
@@ -316,6 +316,7 @@ def cell_query(
         scan = f"lmx_cell_candidates_all(%s, (SELECT %s::halfvec({d})), %s)"
         sp = [cells, q.qvec, limit]
     rsql, rp = rerank_cte(q, "k")
+    tsql, tp = tenant_clause("i.id", q.tenant)
     # The item check is a subplan run row by row in distance order (the
     # window's own order), so the scan stops at the n-th passing item; as an
     # EXISTS it became a join that read every item first.
@@ -323,12 +324,13 @@ def cell_query(
         f"WITH c AS MATERIALIZED (SELECT item_id, hd FROM {scan}), "
         "k AS MATERIALIZED (SELECT c.item_id, c.rn FROM (SELECT item_id, hd, "
         "row_number() OVER (ORDER BY hd) AS rn FROM c) c WHERE (SELECT true FROM "
-        f"lmx_items i WHERE i.id = c.item_id AND {q.live} AND {fsql}) "
+        f"lmx_items i WHERE i.id = c.item_id AND {tsql} AND {q.live} AND {fsql}) "
         f"ORDER BY c.hd LIMIT %s), {rsql}"
         f"SELECT {ITEM_COLS}, r.score, (SELECT count(*)::float8 / greatest(max(rn), 1) FROM k) "
-        "FROM r JOIN lmx_items i ON i.id = r.item_id ORDER BY r.score DESC, i.id ASC LIMIT %s"
+        f"FROM r JOIN lmx_items i ON i.id = r.item_id WHERE {tsql} "
+        "ORDER BY r.score DESC, i.id ASC LIMIT %s"
     )
-    return sql, [*sp, *fp, n_candidates, *rp, need]
+    return sql, [*sp, *tp, *fp, n_candidates, *rp, *tp, need]
 
 
 def max_probes(lists: int) -> int:

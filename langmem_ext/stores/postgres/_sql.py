@@ -41,6 +41,7 @@ __all__ = [
     "scope_clause",
     "score_expr",
     "search_query",
+    "tenant_clause",
     "tsquery_words",
 ]
 
@@ -64,10 +65,42 @@ def live_clause(omit_expired: bool) -> str:
     return LIVE if omit_expired else "TRUE"
 
 
-def scope_clause(prefix: str, col: str = "i.prefix") -> tuple[str, list[Any]]:
+def scope_clause(
+    prefix: str, col: str = "i.prefix", tenant: str | None = None
+) -> tuple[str, list[Any]]:
     """Rows whose namespace is ``prefix`` or below it (:meth:`Dialect.scope`):
-    the prefix columns use ``COLLATE "C"`` so this is a btree range scan."""
-    return POSTGRES.scope(prefix, col)
+    the prefix columns use ``COLLATE "C"`` so this is a btree range scan.
+
+    ``tenant``: the one tenant every row of the scope belongs to, in a store
+    partitioned by tenant; named in the clause (:func:`tenant_clause`) so that
+    the planner reads only that tenant's partition.
+
+    Examples:
+        >>> scope_clause("t.acme", "v.prefix", tenant="acme")[0]
+        '(v.prefix = %s OR (v.prefix >= %s AND v.prefix < %s)) AND v.tenant = %s'
+    """
+    tsql, tp = tenant_clause(col, tenant)
+    if not prefix:
+        return (tsql, tp) if tenant is not None else ("TRUE", [])
+    sql, params = POSTGRES.scope(prefix, col)
+    if tenant is None:
+        return sql, params
+    return f"{sql} AND {tsql}", [*params, *tp]
+
+
+def tenant_clause(col: str, tenant: str | None) -> tuple[str, list[Any]]:
+    """``<alias>.tenant = %s`` for the table of the column ``col`` (``TRUE``
+    without a tenant): a partition key in the WHERE clause is what lets the
+    planner prune the other tenants' partitions.
+
+    Examples:
+        >>> tenant_clause("i.prefix", "acme"), tenant_clause("i.id", None)
+        (('i.tenant = %s', ['acme']), ('TRUE', []))
+    """
+    if tenant is None:
+        return "TRUE", []
+    alias = col.rsplit(".", 1)[0] + "." if "." in col else ""
+    return f"{alias}tenant = %s", [tenant]
 
 
 def tsquery_words(text: str) -> list[str]:
@@ -104,8 +137,12 @@ def search_query(
     context_weight: float = 0.5,
     distance: str = "cosine",
     only_matches: bool | None = None,
+    tenant: str | None = None,
 ) -> tuple[str, list[Any]]:
     """One exact search, ranked entirely in SQL (see ``_hybrid`` for scores).
+
+    ``tenant``: the scope's one tenant (see :func:`scope_clause`), named
+    again where the page joins back to the items.
 
     ``words`` are the query's :func:`tsquery_words`. Ranked items come first
     by (score desc, id asc); in vector and hybrid mode, items no ranking covers
@@ -187,9 +224,10 @@ def search_query(
         f"FROM ranked), page AS (SELECT id, score, updated_at FROM scored WHERE keep{matches} "
         + order.format(s="score", i="id", u="updated_at")
         + f" LIMIT %s OFFSET %s) SELECT {ITEM_COLS}, p.score FROM page p "
-        "JOIN lmx_items i ON i.id = p.id " + order.format(s="p.score", i="p.id", u="p.updated_at")
+        f"JOIN lmx_items i ON i.id = p.id AND {tenant_clause('i.id', tenant)[0]} "
+        + order.format(s="p.score", i="p.id", u="p.updated_at")
     )
-    params += [limit, offset]
+    params += [limit, offset, *tenant_clause("i.id", tenant)[1]]
     return sql, params
 
 
@@ -322,13 +360,14 @@ class VectorQuery(NamedTuple):
     qvec: Any  # query vector
     dims: int
     distance: str = "cosine"
+    tenant: str | None = None  # the scope's one tenant (partitioned stores), else None
 
 
 def rerank_cte(q: VectorQuery, source: str = "c") -> tuple[str, list[Any]]:
     """CTE ``r``: the items of the candidates in ``source``, scored in full
     precision over all their vectors in the scope (an item scores as its best
     field, as in the exact query)."""
-    vsql, vp = scope_clause(q.prefix, "v.prefix")
+    vsql, vp = scope_clause(q.prefix, "v.prefix", q.tenant)
     score = score_expr(q.distance, "v.embedding", f"(SELECT %s::vector({int(q.dims)}))")
     sql = (
         f"r AS (SELECT v.item_id, max({score}) AS score FROM lmx_vectors v "
@@ -362,13 +401,15 @@ def candidate_query(q: VectorQuery, n_candidates: int, need: int) -> tuple[str, 
         sp = [q.qvec, n_candidates]
     rsql, rp = rerank_cte(q)
     fsql, fp = q.flt
+    tsql, tp = tenant_clause("i.id", q.tenant)
     sql = (
         f"WITH c AS MATERIALIZED (SELECT item_id, hd FROM {scan}), "
         f"cut AS (SELECT count(*) AS n, max(hd) AS t FROM c), {rsql}"
         f"SELECT {ITEM_COLS}, r.score, cut.n, cut.t FROM r JOIN lmx_items i ON i.id = r.item_id "
-        f"CROSS JOIN cut WHERE {q.live} AND {fsql} ORDER BY r.score DESC, i.id ASC LIMIT %s"
+        f"CROSS JOIN cut WHERE {q.live} AND {fsql} AND {tsql} "
+        "ORDER BY r.score DESC, i.id ASC LIMIT %s"
     )
-    return sql, [*sp, *rp, *fp, need]
+    return sql, [*sp, *rp, *fp, *tp, need]
 
 
 def hnsw_query(q: VectorQuery, n_candidates: int, need: int) -> tuple[str, list[Any]]:
@@ -377,18 +418,19 @@ def hnsw_query(q: VectorQuery, n_candidates: int, need: int) -> tuple[str, list[
     LIMIT``, the shape pgvector serves from the index; namespace, TTL and
     filter are checked during the iterative scan), then their items re-ranked
     in full precision (:func:`rerank_cte`), page cut on the exact scores."""
-    (vsql, vp), (fsql, fp) = scope_clause(q.prefix, "v.prefix"), q.flt
+    (vsql, vp), (fsql, fp) = scope_clause(q.prefix, "v.prefix", q.tenant), q.flt
+    tsql, tp = tenant_clause("i.id", q.tenant)
     d = int(q.dims)
     rsql, rp = rerank_cte(q)
     sql = (
         "WITH c AS MATERIALIZED (SELECT v.item_id FROM lmx_vectors v "
-        f"JOIN lmx_items i ON i.id = v.item_id WHERE {vsql} AND {q.live} AND {fsql} "
+        f"JOIN lmx_items i ON i.id = v.item_id WHERE {vsql} AND {tsql} AND {q.live} AND {fsql} "
         f"ORDER BY v.embedding_half::halfvec({d}) {DISTANCE_OPS[q.distance]} %s::halfvec({d}) "
         f"LIMIT %s), {rsql}"
         f"SELECT {ITEM_COLS}, r.score FROM r JOIN lmx_items i ON i.id = r.item_id "
-        "ORDER BY r.score DESC, i.id ASC LIMIT %s"
+        f"WHERE {tsql} ORDER BY r.score DESC, i.id ASC LIMIT %s"
     )
-    return sql, [*vp, *fp, q.qvec, n_candidates, *rp, need]
+    return sql, [*vp, *tp, *fp, q.qvec, n_candidates, *rp, *tp, need]
 
 
 #: The planner's estimate of all vectors, from ``pg_class c`` of ``lmx_vectors``:

@@ -189,6 +189,24 @@ class TenantKey:
             return DEFAULT_TENANT
         return labels[self._position]
 
+    def scope_tenant(self, prefix: str) -> str | None:
+        """The tenant of every namespace at or below ``prefix``, or ``None``
+        when they may have several.
+
+        Examples:
+            >>> engine = TenantKey.of(None)
+            >>> engine.scope_tenant("tenant.acme"), engine.scope_tenant("tenant")
+            ('acme', None)
+            >>> engine.scope_tenant("user"), engine.scope_tenant("")
+            ('default', None)
+        """
+        labels = decode_namespace(prefix) if prefix else ()
+        if any(labels[i] != lit for i, lit in self._literals if i < len(labels)):
+            return DEFAULT_TENANT
+        if len(labels) <= self._position:
+            return None
+        return labels[self._position]
+
     def describe(self) -> str:
         return repr(self.template)
 
@@ -311,6 +329,15 @@ class TenantPartitions:
         """The tenants of stored namespaces (sorted, no repeats)."""
         of = self._tenant_key.tenant_of
         return sorted({of(p) for p in prefixes})
+
+    def _scope_tenant(self, prefix: str) -> str | None:
+        """The one tenant of every namespace at or below ``prefix``, for the
+        planner to prune the other partitions; ``None`` when unpartitioned or
+        when the scope spans tenants (too short to reach the tenant's label
+        and not yet outside the tenant key)."""
+        if self._partitions is None:
+            return None
+        return self._tenant_key.scope_tenant(prefix)
 
     def _tenant_column(self, prefixes: Sequence[str]) -> list[str] | None:
         """The ``tenant`` column of rows with these namespaces; ``None``

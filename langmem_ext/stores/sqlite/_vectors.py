@@ -43,6 +43,8 @@ logger = logging.getLogger("langmem_ext.stores.sqlite")
 
 FLUSH = 8_192
 """Logged items that make the delta a segment."""
+CLOSE_FLUSH = 1_024
+"""Logged items that closing a store turns into a segment."""
 TIER = 4
 """Segments of one size tier merged into one of the next."""
 RETIRE_S = 120.0
@@ -312,7 +314,8 @@ def _retire(segdir: Path | None, memory: dict[str, Segment], keep: set[str]) -> 
         return
     now = time.time()
     for p in segdir.iterdir():
-        if p.name in keep:
+        # A segment's cells (approximate mode) live and go with it.
+        if p.name in keep or p.name.split(".cells", 1)[0] in keep:
             continue
         try:
             age = now - p.stat().st_mtime
