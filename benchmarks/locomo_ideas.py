@@ -32,7 +32,7 @@ from langmem_ext_dev.bench.locomo_data import CATEGORIES, Conversation, load_loc
 
 from langmem_ext import SQLiteStore
 from langmem_ext.stores import CachedEmbeddings
-from langmem_ext.stores.sqlite._exec import _STOPWORDS as STOP  # the words a query drops
+from langmem_ext.stores._dialect import STOPWORDS as STOP  # the words a query drops
 
 WORD = re.compile(r"\w+")
 DATE = "%I:%M %p on %d %B, %Y"  # LoCoMo's session dates

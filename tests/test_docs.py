@@ -37,6 +37,7 @@ NO_EXAMPLE_NEEDED = {
     "langmem_ext.cli.memories",  # run by tests/surfaces/test_cli_memories.py
     "langmem_ext.cli.store",  # run by tests/surfaces/test_cli_memories.py
     "langmem_ext.cli.dev",  # a command: its --help shows how to run it
+    "langmem_ext.cli.bench_retrieval",  # a command, run by tests/bench/test_bench_retrieval.py
     "langmem_ext.testing",
     "langmem_ext.stores.postgres",  # needs a server: its examples are shown, not run
     "langmem_ext.stores.postgres.store",

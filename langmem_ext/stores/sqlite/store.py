@@ -25,7 +25,7 @@ from langgraph.store.base import (
     TTLConfig,
 )
 
-from ...errors import ConfigurationError, StoreError
+from ...errors import ConfigurationError, InvalidValueError, StoreError
 from .. import _cells
 from .._base import BatchPlan, HybridStore, PurgeReport, UnembeddedItemsWarning, langgraph_index
 from .._ops import (
@@ -151,12 +151,17 @@ class SQLiteStore(HybridStore):
         Examples:
             >>> import tempfile, pathlib
             >>> db = pathlib.Path(tempfile.mkdtemp()) / "m.db"
-            >>> SQLiteStore(db).close()
+            >>> with SQLiteStore(db) as store:
+            ...     store.put(("docs",), "a", {"text": "hello"})
             >>> SQLiteStore.rebuild_vector_index(db, {"kind": "cells", "lists": 256})
             >>> SQLiteStore(db, vector_index={"kind": "cells", "lists": 256}).close()
         """
         setting = _cells.cells_setting(vector_index)
         db = os.fspath(path)
+        if not os.path.exists(db):
+            raise InvalidValueError(
+                f"no database at {db!r}: give the path of the store's file to rebuild"
+            )
         conn = sqlite3.connect(db, timeout=30.0)
         try:
             with conn:
