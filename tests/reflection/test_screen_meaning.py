@@ -302,3 +302,43 @@ def test_a_fact_in_another_language_than_the_users_words_is_dated_from_the_sente
     reflect(make_executor([[fact("Owns an electric car")]], engine), said, config_for(ctx))
     [stored] = engine.get_profile(ctx).facts
     assert stored.valid_at is not None and stored.valid_at.startswith("2026-07-06")
+
+
+@pytest.fixture(scope="module")
+def local_meaning():
+    from langmem_ext.agents.reflection.meaning import (
+        SMALL_TALK_EXAMPLES,
+        STATEMENT_EXAMPLES,
+        Meaning,
+        screen_embedder,
+    )
+
+    def of(*texts: str) -> Meaning:
+        pool = [*texts, *SMALL_TALK_EXAMPLES, *STATEMENT_EXAMPLES]
+        return Meaning(dict(zip(pool, screen_embedder("local").embed_documents(pool))))
+
+    return of
+
+
+FEELINGS_AND_EVENTS = [
+    "[1:51 pm on 15 July, 2023] Caroline felt proud and grateful at the pride parade.",
+    "Melanie painted a lake sunrise last year which holds special meaning to her.",
+    "Her family has been supportive and loving during tough times.",
+    "Feels blessed with a lot of love and support throughout her journey.",
+]
+GOODBYES_AND_THANKS = [
+    "Cheers mate, that's brilliant!",
+    "catch you later!",
+    "Danke dir, echt lieb! Bis später",
+    "Muito obrigada, até amanhã!",
+    "¡Mil gracias! Nos vemos.",
+    "Good for her!",
+]
+
+
+def test_feelings_and_events_are_statements_not_small_talk(local_meaning):
+    """A fact about how someone felt or what they did is kept, however warm
+    its words; thanks and goodbyes in several languages are still small talk."""
+    m = local_meaning(*FEELINGS_AND_EVENTS, *GOODBYES_AND_THANKS)
+    assert [t for t in FEELINGS_AND_EVENTS if m.small_talk(t)] == []
+    assert [t for t in GOODBYES_AND_THANKS if not m.small_talk(t)] == []

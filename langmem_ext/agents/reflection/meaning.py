@@ -142,6 +142,14 @@ STATEMENT_EXAMPLES = (
     "Plays the guitar",
     "Prefers tea over coffee",
     "Is 34 years old",
+    # Events and feelings are statements too: without them, "felt proud and
+    # grateful at the parade" sits closer to "Thank you so much" than to any
+    # statement above.
+    "Went to a concert with friends last weekend.",
+    "Painted a picture of the sea.",
+    "Felt proud after finishing the race.",
+    "Was supported by family through a hard time.",
+    "Adopted a puppy last month.",
 )
 
 _SEPARATOR = re.compile(r"^\s*(?:-{3,}|\*{3,}|_{3,}|={3,}|~{3,}|`{3,}.*)\s*$")
